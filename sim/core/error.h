@@ -1,0 +1,36 @@
+// One error type for everything a user can get wrong: it names the file, the
+// line and the field, says what is wrong and what would fix it.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace lacuna {
+
+struct SourceLocation {
+  std::string file;   // empty when not from a file
+  int line = 0;       // 1-based; 0 when unknown
+  int column = 0;     // 1-based; 0 when unknown
+  std::string field;  // dotted path, e.g. "parallel.tp"; empty when not a field
+};
+
+class Error : public std::runtime_error {
+ public:
+  // `what` says what is wrong; `fix` (optional) what would fix it.
+  Error(SourceLocation where, const std::string& what, const std::string& fix = {});
+  explicit Error(const std::string& what) : Error(SourceLocation{}, what) {}
+
+  const SourceLocation& where() const { return where_; }
+  const std::string& problem() const { return problem_; }
+  const std::string& fix() const { return fix_; }
+
+ private:
+  SourceLocation where_;
+  std::string problem_;
+  std::string fix_;
+};
+
+// "file:line:col: field: what (fix)"
+std::string format_error(const SourceLocation& where, const std::string& what, const std::string& fix);
+
+}  // namespace lacuna

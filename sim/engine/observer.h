@@ -1,0 +1,57 @@
+// What the engine tells the outside world: every op's start and end. Traces,
+// bubble accounting and memory tracking are observers; the engine knows no
+// file format.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "sim/core/units.h"
+#include "sim/proto/program.pb.h"
+
+namespace lacuna::engine {
+
+struct OpSpan {
+  int32_t rank = 0;
+  int32_t stream = 0;  // index into the rank's class streams
+  int32_t op = 0;      // index into that stream's ops
+  const ir::Op* ir = nullptr;  // never null in a callback
+  TimeNs ready;  // the stream reached the op (its previous op finished)
+  TimeNs start;  // it began: collective when all members arrived, p2p when both
+                 // sides posted, wait/record = ready
+  TimeNs end;
+};
+
+// For an EventWait: the op whose completion (followed by the EventRecord that
+// satisfied the wait) released it, on the same rank.
+struct WaitCause {
+  bool valid = false;  // false when the event had already been recorded when reached
+  int32_t stream = 0;
+  int32_t op = 0;      // the op before the record; -1 if the record was first on its stream
+  TimeNs start;
+  TimeNs end;
+};
+
+struct RunInfo {
+  const ir::Program* program = nullptr;
+  // Ranks simulated: all of them, or (fold) one representative per class of
+  // identical ranks. represents[i] lists the ranks simulated_ranks[i] stands for
+  // (itself included).
+  std::vector<int32_t> simulated_ranks;
+  std::vector<std::vector<int32_t>> represents;
+};
+
+class Observer {
+ public:
+  virtual ~Observer() = default;
+  virtual void on_run_begin(const RunInfo& /*info*/) {}
+  // Every op of every simulated rank, when it ends (records and waits included).
+  virtual void on_op_end(const OpSpan& span) = 0;
+  // Additionally for each EventWait, after its on_op_end.
+  virtual void on_wait_end(const OpSpan& /*span*/, const WaitCause& /*cause*/) {}
+  // Once per completed point-to-point transfer, after both on_op_end calls.
+  virtual void on_transfer(const OpSpan& /*send*/, const OpSpan& /*recv*/) {}
+  virtual void on_run_end(TimeNs /*end*/) {}
+};
+
+}  // namespace lacuna::engine

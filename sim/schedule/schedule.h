@@ -1,0 +1,47 @@
+// Pipeline schedules as data: for each pipeline rank, the ordered list of the
+// compute passes it runs. One representation feeds the compiler (which adds
+// communication and kernels) and the synthetic-program builder used by the
+// closed-form tests; the executor later runs the compiled result.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/proto/scenario.pb.h"
+
+namespace lacuna::schedule {
+
+enum class Pass : uint8_t {
+  kForward,
+  kBackward,        // input + weight gradient together (GPipe, 1F1B, interleaved)
+  kBackwardInput,   // B (zero-bubble schedules)
+  kBackwardWeight,  // W (zero-bubble schedules)
+};
+
+struct Action {
+  Pass pass;
+  int32_t microbatch;  // 0 .. microbatches-1
+  int32_t chunk;       // model chunk on this pipeline rank, 0 .. virtual_stages-1
+  bool operator==(const Action&) const = default;
+};
+
+struct PipelineShape {
+  int32_t pp = 1;              // pipeline ranks
+  int32_t virtual_stages = 1;  // model chunks per pipeline rank
+  int32_t microbatches = 1;
+};
+
+// Virtual stage of (pipeline rank, chunk): Megatron-LM's layout, chunk c of
+// rank r holds virtual stage c·pp + r.
+inline int32_t virtual_stage(const PipelineShape& s, int32_t rank, int32_t chunk) {
+  return chunk * s.pp + rank;
+}
+
+// Per pipeline rank, its ordered actions. Throws lacuna::Error when the shape
+// does not suit the schedule (e.g. interleaved needs microbatches % pp == 0).
+std::vector<std::vector<Action>> build_schedule(lacuna::scenario::ScheduleKind kind, const PipelineShape& shape);
+
+std::string to_string(Pass p);
+
+}  // namespace lacuna::schedule
