@@ -1,0 +1,42 @@
+// The memory model: what a rank holds. Formulas from Korthikanti et al.
+// (SAR, "Reducing Activation Recomputation in Large Transformer Models") and
+// Megatron-LM's distributed optimizer; see docs/memory-model.md.
+#pragma once
+
+#include <cstdint>
+
+#include "sim/proto/scenario.pb.h"
+
+namespace lacuna::cost {
+
+struct LayerActivationInputs {
+  int64_t seq_length = 0;       // full sequence (before CP split)
+  int64_t micro_batch = 0;
+  int64_t hidden = 0;
+  int64_t num_heads = 0;
+  int64_t num_kv_heads = 0;
+  int64_t ffn_hidden = 0;
+  scenario::Activation activation = scenario::GELU;
+  bool parallel_attention_mlp = false;
+  int64_t tp = 1;
+  int64_t cp = 1;
+  bool sequence_parallel = false;
+  scenario::Recompute recompute = scenario::RECOMPUTE_NONE;
+  bool flash_attention = true;  // lacuna's attention kernel is FlashAttention-style
+};
+
+// Bytes one transformer layer keeps on one rank for one microbatch between its
+// forward and its backward (16-bit activations).
+int64_t layer_activation_bytes(const LayerActivationInputs& in);
+
+struct ModelStateBytes {
+  int64_t weights = 0;    // 16-bit weights
+  int64_t gradients = 0;  // fp32 gradient buffer
+  int64_t optimizer = 0;  // fp32 master weights + Adam m, v (sharded over DP with ZeRO-1)
+};
+
+// Model state of a rank holding `parameters` parameters, replicated over `dp`
+// data-parallel ranks (dp here includes CP, which also replicates weights).
+ModelStateBytes model_state_bytes(int64_t parameters, int64_t dp, bool distributed_optimizer);
+
+}  // namespace lacuna::cost

@@ -1,0 +1,81 @@
+// The discrete-event simulator: runs one iteration of a Program (all ranks, or
+// one representative per class of identical ranks) on a cost model and tells
+// observers every op's start and end.
+//
+// No global state: several Simulators may run in one process. Time is integer
+// nanoseconds; simultaneous events run in (time, sequence) order, where the
+// sequence number is assigned when an event is scheduled, so every run of the
+// same inputs is identical.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sim/core/error.h"
+#include "sim/core/units.h"
+#include "sim/cost/cost_model.h"
+#include "sim/engine/observer.h"
+#include "sim/proto/program.pb.h"
+
+namespace lacuna::engine {
+
+struct SimulationOptions {
+  // Simulate one representative per class of identical ranks (same RankClass,
+  // same compute_time_scale, symmetric groups). A rank given its own class or
+  // speed is simulated on its own.
+  bool fold = false;
+};
+
+struct SimulationResult {
+  TimeNs end_time;      // the iteration time: last op end over all simulated ranks
+  uint64_t events = 0;  // events the engine processed
+  std::vector<int32_t> simulated_ranks;
+};
+
+// One op a deadlocked stream is stuck on.
+struct BlockedOp {
+  int32_t rank = 0;
+  std::string stream;
+  int32_t op = 0;
+  std::string description;  // e.g. "recv from rank 3 (channel 0, tag 17): no matching send was reached"
+};
+
+// Thrown when no event is left but some streams have ops left.
+class DeadlockError : public Error {
+ public:
+  DeadlockError(const std::string& message, std::vector<BlockedOp> blocked)
+      : Error(message), blocked_(std::move(blocked)) {}
+  const std::vector<BlockedOp>& blocked() const { return blocked_; }
+
+ private:
+  std::vector<BlockedOp> blocked_;
+};
+
+// Checks a Program's internal consistency (slot, peer, group, event and class
+// indices in range; sizes non-negative; groups contain their members). Throws
+// lacuna::Error naming the offending element, e.g. "ranks[12].peer[1]: rank 9000
+// out of range (program has 3072 ranks)". `source` names the file for messages.
+void validate_program(const ir::Program& program, const std::string& source = {});
+
+class Simulator {
+ public:
+  // `program` and `cost` must outlive the Simulator. Validates the program.
+  Simulator(const ir::Program& program, const cost::CostModel& cost, SimulationOptions options = {});
+  ~Simulator();
+  Simulator(const Simulator&) = delete;
+  Simulator& operator=(const Simulator&) = delete;
+
+  void add_observer(Observer* observer);  // not owned; must outlive run()
+
+  // Runs the iteration once. Throws DeadlockError, or lacuna::Error for
+  // mismatched communication (collective kinds/bytes, p2p tags).
+  SimulationResult run();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace lacuna::engine
