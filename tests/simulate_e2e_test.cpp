@@ -1,0 +1,201 @@
+// End-to-end: the lacuna binary on shipped scenarios, as a user runs it.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "sim/proto/program.pb.h"
+#include "tests/cli_test_util.h"
+
+namespace lacuna::testing {
+namespace {
+
+const std::string kSmall = source_path("scenarios/llm/gpt-1.3b-8gpu.pbtxt");
+const std::string kGpt3 = source_path("scenarios/llm/gpt3-175b-3072.pbtxt");
+
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kSanitized = true;
+#else
+constexpr bool kSanitized = false;
+#endif
+
+nlohmann::json simulate_json(const std::string& input, const std::string& extra, const TempDir& dir,
+                             const std::string& name = "out.json") {
+  const auto r = run_lacuna("simulate " + input + " --out-dir " + dir.path().string() + " --json " + (dir / name) +
+                            " " + extra);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  return nlohmann::json::parse(read_file(dir / name));
+}
+
+TEST(SimulateE2E, SmallScenarioPrintsSummaryAndWritesAllOutputs) {
+  TempDir dir("small");
+  const auto r = run_lacuna("simulate " + kSmall + " --json " + (dir / "s.json") + " --trace " + (dir / "s.trace.json") +
+                            " --svg " + (dir / "s.svg"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("MFU"), std::string::npos) << r.output;
+
+  const auto j = nlohmann::json::parse(read_file(dir / "s.json"));
+  for (const char* key : {"iteration_time_s", "tokens_per_s", "tflops_per_gpu", "mfu", "hfu", "num_gpus", "ranks"}) {
+    EXPECT_TRUE(j.contains(key)) << key;
+  }
+  EXPECT_EQ(j["num_gpus"].get<int>(), 8);
+  const double t = j["iteration_time_s"].get<double>();
+  EXPECT_GT(t, 0.0);
+  EXPECT_GT(j["mfu"].get<double>(), 0.05);
+  EXPECT_LT(j["mfu"].get<double>(), 1.0);
+  EXPECT_GE(j["hfu"].get<double>(), j["mfu"].get<double>());
+  // 32 sequences of 2,048 tokens per iteration.
+  EXPECT_NEAR(j["tokens_per_s"].get<double>() * t, 32.0 * 2048.0, 1e-6 * 32 * 2048);
+  ASSERT_EQ(j["ranks"].size(), 8u);
+  for (const auto& rank : j["ranks"]) {
+    const auto& b = rank["bubble_s"];
+    const double parts = b["pp_warmup"].get<double>() + b["pp_cooldown"].get<double>() + b["pp_other"].get<double>() +
+                         b["tp_exposed"].get<double>() + b["cp_exposed"].get<double>() +
+                         b["dp_exposed"].get<double>() + b["pp_exposed"].get<double>();
+    EXPECT_NEAR(parts, b["total"].get<double>(), 1e-9);
+    EXPECT_GT(rank["peak_memory_bytes"].get<double>(), 0.0);
+  }
+
+  const auto trace = nlohmann::json::parse(read_file(dir / "s.trace.json"));
+  EXPECT_FALSE(trace.is_null());
+  const std::string svg = read_file(dir / "s.svg");
+  EXPECT_NE(svg.find("<svg"), std::string::npos);
+  EXPECT_NE(svg.find("</svg>"), std::string::npos);
+}
+
+TEST(SimulateE2E, SameInputsGiveByteIdenticalOutputs) {
+  TempDir a("det-a"), b("det-b");
+  for (const TempDir* d : {&a, &b}) {
+    const auto r = run_lacuna("simulate " + kSmall + " --json " + (*d / "s.json") + " --trace " +
+                              (*d / "s.trace.json") + " --svg " + (*d / "s.svg"));
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+  }
+  for (const char* f : {"s.json", "s.trace.json", "s.svg"}) {
+    EXPECT_EQ(read_file(a / f), read_file(b / f)) << f << " differs between two runs";
+  }
+}
+
+TEST(SimulateE2E, CompiledProgramSimulatesLikeTheScenario) {
+  TempDir dir("compile");
+  const auto c = run_lacuna("compile " + kSmall + " -o " + (dir / "p.pb"));
+  ASSERT_EQ(c.exit_code, 0) << c.output;
+  ASSERT_TRUE(std::filesystem::exists(dir / "p.pb"));
+  const auto from_scenario = simulate_json(kSmall, "--no-trace --no-svg", dir, "a.json");
+  const auto from_program = simulate_json(dir / "p.pb", "--no-trace --no-svg", dir, "b.json");
+  EXPECT_EQ(from_scenario["iteration_time_s"], from_program["iteration_time_s"]);
+  EXPECT_EQ(from_scenario["ranks"], from_program["ranks"]);
+}
+
+TEST(SimulateE2E, FoldedSmallScenarioMatchesFullRank) {
+  TempDir dir("fold-small");
+  const auto full = simulate_json(kSmall, "--no-trace --no-svg", dir, "full.json");
+  const auto fold = simulate_json(kSmall, "--fold --no-trace --no-svg", dir, "fold.json");
+  EXPECT_EQ(full["iteration_time_s"], fold["iteration_time_s"]);
+  EXPECT_LT(fold["ranks"].size(), full["ranks"].size());
+}
+
+TEST(SimulateE2E, Gpt3On3072GpusFoldedMatchesFullRank) {
+  TempDir dir("gpt3");
+  const auto fold = simulate_json(kGpt3, "--fold --no-trace --no-svg", dir, "fold.json");
+  EXPECT_EQ(fold["num_gpus"].get<int>(), 3072);
+  if (kSanitized) GTEST_SKIP() << "full-rank 3,072-GPU run skipped under sanitizers (too slow); fold checked";
+  const auto full = simulate_json(kGpt3, "--no-trace --no-svg", dir, "full.json");
+  EXPECT_EQ(full["iteration_time_s"], fold["iteration_time_s"]);
+  EXPECT_EQ(full["ranks"].size(), 3072u);
+}
+
+TEST(SimulateE2E, InvalidScenarioNamesFileLineAndFieldAndWritesNothing) {
+  TempDir dir("bad");
+  std::string text = read_file(kSmall);
+  const auto pos = text.find("tp: 2");
+  ASSERT_NE(pos, std::string::npos) << "the small scenario is expected to say 'tp: 2'";
+  text.replace(pos, 5, "tp: 3");
+  const std::string bad = dir / "bad.pbtxt";
+  {
+    std::ofstream(bad) << text;
+  }
+  int line = 1;
+  for (size_t i = 0; i < pos; ++i) line += text[i] == '\n';
+  const auto r = run_lacuna("simulate " + bad + " --json " + (dir / "o.json") + " --out-dir " + dir.path().string());
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find(bad + ":" + std::to_string(line)), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("tp=3 must divide"), std::string::npos) << r.output;
+  EXPECT_FALSE(std::filesystem::exists(dir / "o.json"));
+  for (const auto& e : std::filesystem::directory_iterator(dir.path())) {
+    EXPECT_EQ(e.path().filename(), "bad.pbtxt") << "unexpected output " << e.path();
+  }
+}
+
+TEST(SimulateE2E, MissingAndCorruptInputsGetClearErrors) {
+  TempDir dir("corrupt");
+  auto r = run_lacuna("simulate " + (dir / "nope.pbtxt"));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("nope.pbtxt"), std::string::npos) << r.output;
+
+  {
+    std::ofstream(dir / "junk.pb", std::ios::binary) << std::string("\x08\xff\xff\xff\xff\x0f garbage \x01\x02", 20);
+  }
+  r = run_lacuna("simulate " + (dir / "junk.pb"));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("junk.pb"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("internal error"), std::string::npos) << r.output;
+}
+
+// Two ranks that each wait to receive before they send: the engine must name
+// both ranks and what they wait on, not hang.
+TEST(SimulateE2E, DeadlockedProgramIsReportedWithRanksAndOps) {
+  ir::Program p;
+  p.mutable_info()->set_scenario_name("deadlock");
+  p.mutable_info()->set_num_ranks(2);
+  p.mutable_info()->set_precision(scenario::BF16);
+  auto* peer = p.add_peer_slots();
+  peer->set_name("other");
+  auto* cluster = p.mutable_cluster();
+  cluster->set_num_nodes(1);
+  cluster->set_gpus_per_node(2);
+  for (int r = 0; r < 2; ++r) {
+    auto* cls = p.add_classes();
+    cls->set_name("rank" + std::to_string(r));
+    auto* s = cls->add_streams();
+    s->set_name("pp");
+    s->set_kind(ir::PP_RECV);
+    auto* recv = s->add_ops()->mutable_recv();
+    recv->set_peer_slot(0);
+    recv->set_bytes(1024);
+    auto* send = s->add_ops()->mutable_send();
+    send->set_peer_slot(0);
+    send->set_bytes(1024);
+    send->set_fixed_duration_ns(1000);
+    auto* b = p.add_ranks();
+    b->set_class_id(r);
+    b->add_peer(1 - r);
+    b->set_node(0);
+    b->set_local_gpu(r);
+  }
+  TempDir dir("deadlock");
+  {
+    std::ofstream out(dir / "d.pb", std::ios::binary);
+    p.SerializeToOstream(&out);
+  }
+  const auto r = run_lacuna("simulate " + (dir / "d.pb") + " --no-trace --no-svg");
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  EXPECT_NE(r.output.find("rank 0"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("rank 1"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("recv"), std::string::npos) << r.output;
+}
+
+TEST(SimulateE2E, EveryShippedScenarioSimulatesFolded) {
+  TempDir dir("all");
+  int count = 0;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(source_path("scenarios"))) {
+    const auto ext = e.path().extension();
+    if (ext != ".pbtxt" && ext != ".json") continue;
+    const auto j = simulate_json(e.path().string(), "--fold --no-trace --no-svg", dir);
+    EXPECT_GT(j["iteration_time_s"].get<double>(), 0.0) << e.path();
+    ++count;
+  }
+  EXPECT_GE(count, 12);
+}
+
+}  // namespace
+}  // namespace lacuna::testing
