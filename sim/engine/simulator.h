@@ -32,6 +32,7 @@ struct SimulationResult {
   TimeNs end_time;      // the iteration time: last op end over all simulated ranks
   uint64_t events = 0;  // events the engine processed
   std::vector<int32_t> simulated_ranks;
+  uint64_t ops = 0;  // ops completed over all simulated ranks (records and waits included)
 };
 
 // One op a deadlocked stream is stuck on.

@@ -3,9 +3,11 @@
 // line, field, what is wrong and what would fix it.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "sim/core/error.h"
 #include "sim/proto/scenario.pb.h"
@@ -49,5 +51,27 @@ std::vector<std::string> hardware_preset_names();
 
 // Peak FLOP/s of the GPU at a precision (throws if the preset lacks it).
 double peak_flops_per_s(const GpuSpec& gpu, Precision precision);
+
+// ---- derived quantities of a validated scenario
+
+// Validation alone, for scenarios built in code (load_scenario already runs it).
+// `locations` may be empty.
+void validate_scenario(const Scenario& spec, const SourceMap& locations);
+
+int64_t num_gpus(const Scenario& spec);          // num_nodes × gpus_per_node
+int64_t num_microbatches(const Scenario& spec);  // per pipeline: global / (micro × dp)
+// The rank order, with "" replaced by Megatron-LM's default "tp-cp-dp-pp".
+std::string effective_rank_order(const ParallelPlan& plan);
+// Layers of each of the pp × virtual_stages virtual stages, in pipeline order
+// (the even split when layers_per_stage is empty).
+std::vector<int64_t> layers_per_virtual_stage(const Scenario& spec);
+
+// Efficiency of an op class ("GEMM", ...): each subfield from the class's map
+// entry, else from "DEFAULT". Validation guarantees DEFAULT has both.
+struct OpEfficiency {
+  double flops = 0;
+  double memory = 0;
+};
+OpEfficiency op_efficiency(const GpuSpec& gpu, const std::string& op_class);
 
 }  // namespace lacuna::scenario

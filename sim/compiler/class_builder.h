@@ -1,0 +1,64 @@
+// Builds one RankClass: a fixed set of streams and one event per
+// (producer stream → consumer stream) edge. Events are timeline counters
+// (program.proto), so the k-th record of an edge satisfies the wait for value
+// k: the builder tracks the counters.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+
+#include "sim/proto/program.pb.h"
+
+namespace lacuna::compiler {
+
+enum class StreamId : int32_t { kCompute, kTp, kCp, kRecvFwd, kSendFwd, kRecvBwd, kSendBwd, kDp, kCount };
+
+enum class EventId : int32_t {
+  kComputeToTp,
+  kTpToCompute,
+  kComputeToCp,
+  kCpToCompute,
+  kRecvFwdToCompute,
+  kComputeToSendFwd,
+  kRecvBwdToCompute,
+  kComputeToSendBwd,
+  kComputeToDp,
+  kDpToCompute,
+  kCount
+};
+
+// What the ops being added belong to (copied into each Op).
+struct OpContext {
+  ir::Phase phase = ir::PHASE_UNSPECIFIED;
+  int32_t microbatch = 0;
+  int32_t chunk = 0;
+  int32_t layer = -1;
+};
+
+class ClassBuilder {
+ public:
+  ClassBuilder();
+
+  // Appends an op (kind unset) to a stream; fill its kind through the pointer,
+  // valid until the next add.
+  ir::Op* add(StreamId stream, const OpContext& ctx);
+  // Records `event` on `stream`; returns the counter value it reaches.
+  int64_t record(StreamId stream, EventId event, const OpContext& ctx);
+  void wait(StreamId stream, EventId event, int64_t value, const OpContext& ctx);
+  // Index of the last op of a stream (-1 if empty), and access to it.
+  int32_t last_index(StreamId stream) const;
+  ir::Op* op(StreamId stream, int32_t index);
+
+  int64_t op_count() const { return ops_; }
+
+  // Moves the streams out (empty ones dropped) into a class.
+  ir::RankClass finish(const std::string& name);
+
+ private:
+  std::array<ir::Stream, static_cast<size_t>(StreamId::kCount)> streams_;
+  std::array<int64_t, static_cast<size_t>(EventId::kCount)> counters_{};
+  int64_t ops_ = 0;
+};
+
+}  // namespace lacuna::compiler

@@ -1,0 +1,148 @@
+// Scenarios for the compiler tests, filled in code (no presets, no files).
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "sim/compiler/compile.h"
+#include "sim/cost/cost_model.h"
+#include "sim/proto/program.pb.h"
+#include "sim/scenario/scenario.h"
+
+namespace lacuna::compiler::testing {
+
+struct Small {
+  int64_t layers = 4, hidden = 256, heads = 8, kv_heads = 8, ffn = 1024, vocab = 1024, seq = 128;
+  int64_t tp = 2, cp = 1, pp = 2, dp = 2, v = 1;
+  bool sp = false, parallel_attn = false, distributed_optimizer = true, overlap_grad = true, overlap_param = true;
+  int64_t global_batch = 16, micro_batch = 2;
+  scenario::ScheduleKind schedule = scenario::ONE_F_ONE_B;
+  scenario::Recompute recompute = scenario::RECOMPUTE_NONE;
+  std::string rank_order;
+  int64_t gpus_per_node = 8;
+};
+
+inline scenario::Cluster test_cluster(int64_t nodes, int64_t gpus_per_node) {
+  scenario::Cluster c;
+  auto* gpu = c.mutable_gpu();
+  gpu->set_name("test-gpu");
+  gpu->set_peak_bf16_tflops(989);
+  gpu->set_peak_fp16_tflops(989);
+  gpu->set_hbm_bandwidth_gb_per_s(3350);
+  gpu->set_hbm_capacity_gib(80);
+  gpu->set_num_sms(132);
+  // H100 figures as in sim/cost/test_clusters.h (achieved / peak).
+  auto set_eff = [&](const char* key, double flops, double memory) {
+    scenario::Efficiency e;
+    e.set_flops(flops);
+    e.set_memory(memory);
+    (*gpu->mutable_efficiency())[key] = e;
+  };
+  set_eff("GEMM", 0.8, 0.85);
+  set_eff("ATTENTION", 0.6, 0.8);
+  set_eff("DEFAULT", 0.5, 0.7);
+  gpu->set_kernel_overhead_us(3);
+  c.set_num_nodes(nodes);
+  c.set_gpus_per_node(gpus_per_node);
+  c.mutable_nvlink()->set_bandwidth_gb_per_s(450);
+  c.mutable_nvlink()->set_latency_us(0.6);
+  c.mutable_nvlink()->set_efficiency(0.82);
+  c.set_nvls(false);
+  c.mutable_nic()->set_bandwidth_gb_per_s(50);
+  c.mutable_nic()->set_latency_us(2.7);
+  c.mutable_nic()->set_efficiency(0.95);
+  c.set_nics_per_node(8);
+  c.set_topology(scenario::RAIL_OPTIMIZED);
+  return c;
+}
+
+inline scenario::LoadedScenario make_scenario(const Small& s) {
+  scenario::LoadedScenario ls;
+  auto& spec = ls.spec;
+  spec.set_name("small");
+  auto* llm = spec.mutable_model()->mutable_llm();
+  llm->set_name("gpt-small");
+  llm->set_num_layers(s.layers);
+  llm->set_hidden_size(s.hidden);
+  llm->set_num_attention_heads(s.heads);
+  llm->set_num_kv_heads(s.kv_heads);
+  llm->set_ffn_hidden_size(s.ffn);
+  llm->set_activation(scenario::GELU);
+  llm->set_norm(scenario::LAYERNORM);
+  llm->set_vocab_size(s.vocab);
+  llm->set_seq_length(s.seq);
+  llm->set_parallel_attention_mlp(s.parallel_attn);
+  llm->set_linear_bias(true);
+  const int64_t world = s.tp * s.cp * s.pp * s.dp;
+  *spec.mutable_cluster() = test_cluster((world + s.gpus_per_node - 1) / s.gpus_per_node, s.gpus_per_node);
+  auto* par = spec.mutable_parallel();
+  par->set_tp(s.tp);
+  par->set_sequence_parallel(s.sp);
+  par->set_cp(s.cp);
+  par->set_pp(s.pp);
+  par->set_dp(s.dp);
+  par->set_virtual_stages(s.v);
+  par->set_distributed_optimizer(s.distributed_optimizer);
+  par->set_recompute(s.recompute);
+  par->set_rank_order(s.rank_order);
+  par->set_overlap_grad_reduce(s.overlap_grad);
+  par->set_overlap_param_gather(s.overlap_param);
+  spec.mutable_schedule()->set_kind(s.schedule);
+  spec.mutable_training()->set_global_batch(s.global_batch);
+  spec.mutable_training()->set_micro_batch(s.micro_batch);
+  spec.mutable_training()->set_precision(scenario::BF16);
+  ls.path = "test.pbtxt";
+  return ls;
+}
+
+// GPT-3 175B on 3,072 H100s: TP 8 + SP, PP 8 × 12 virtual stages, DP 48,
+// global batch 1536, micro-batch 2, distributed optimizer with overlap.
+inline Small gpt3_3072() {
+  Small s;
+  s.layers = 96;
+  s.hidden = 12288;
+  s.heads = 96;
+  s.kv_heads = 96;
+  s.ffn = 4 * 12288;
+  s.vocab = 51200;
+  s.seq = 2048;
+  s.tp = 8;
+  s.sp = true;
+  s.pp = 8;
+  s.dp = 48;
+  s.v = 12;
+  s.global_batch = 1536;
+  s.micro_batch = 2;
+  s.schedule = scenario::INTERLEAVED_1F1B;
+  s.recompute = scenario::RECOMPUTE_SELECTIVE;
+  return s;
+}
+
+// Durations that depend on the op only (deterministic), so every transfer
+// and collective has a cost and compute follows its FLOPs.
+class TrivialCost : public cost::CostModel {
+ public:
+  std::string_view name() const override { return "trivial"; }
+  TimeNs compute(const ir::Compute& op) const override {
+    return TimeNs(1000 + static_cast<int64_t>(op.flops() / 1e9 + op.bytes() / 1e6));
+  }
+  TimeNs collective(ir::CollectiveKind, int64_t bytes, const cost::GroupShape& g) const override {
+    return TimeNs(500 + bytes / 1000 + 10 * g.size);
+  }
+  TimeNs p2p(int64_t bytes, bool same_node) const override { return TimeNs((same_node ? 200 : 800) + bytes / 1000); }
+};
+
+inline int64_t total_ops(const ir::RankClass& c) {
+  int64_t n = 0;
+  for (const auto& s : c.streams()) n += s.ops_size();
+  return n;
+}
+
+inline const ir::Stream* find_stream(const ir::RankClass& c, const std::string& name) {
+  for (const auto& s : c.streams())
+    if (s.name() == name) return &s;
+  return nullptr;
+}
+
+}  // namespace lacuna::compiler::testing

@@ -1,0 +1,168 @@
+#include "sim/compiler/rank_layout.h"
+
+#include <algorithm>
+#include <map>
+#include <sstream>
+#include <vector>
+
+#include "sim/core/error.h"
+
+namespace lacuna::compiler {
+namespace {
+
+constexpr std::array<const char*, 4> kAxisNames = {"tp", "cp", "dp", "pp"};
+
+int32_t size_of(const ParallelDims& d, int32_t axis) {
+  switch (axis) {
+    case 0: return d.tp;
+    case 1: return d.cp;
+    case 2: return d.dp;
+    default: return d.pp;
+  }
+}
+
+int32_t get(const ir::Coordinates& c, int32_t axis) {
+  switch (axis) {
+    case 0: return c.tp();
+    case 1: return c.cp();
+    case 2: return c.dp();
+    default: return c.pp();
+  }
+}
+
+void set(ir::Coordinates& c, int32_t axis, int32_t v) {
+  switch (axis) {
+    case 0: c.set_tp(v); break;
+    case 1: c.set_cp(v); break;
+    case 2: c.set_dp(v); break;
+    default: c.set_pp(v); break;
+  }
+}
+
+}  // namespace
+
+RankLayout::RankLayout(ParallelDims dims, const std::string& order) : dims_(dims) {
+  const std::string text = order.empty() ? "tp-cp-dp-pp" : order;
+  std::vector<std::string> parts;
+  std::stringstream in(text);
+  for (std::string p; std::getline(in, p, '-');) parts.push_back(p);
+  std::array<bool, 4> seen{};
+  bool ok = parts.size() == 4;
+  for (size_t i = 0; ok && i < parts.size(); ++i) {
+    int32_t axis = -1;
+    for (int32_t a = 0; a < 4; ++a)
+      if (parts[i] == kAxisNames[a]) axis = a;
+    if (axis < 0 || seen[axis]) {
+      ok = false;
+      break;
+    }
+    seen[axis] = true;
+    axis_of_position_[i] = axis;
+  }
+  if (!ok) {
+    SourceLocation where;
+    where.field = "parallel.rank_order";
+    throw Error(where, "rank order \"" + text + "\" is not a permutation of tp, cp, dp, pp",
+                "write the four names innermost first, separated by '-', e.g. \"tp-cp-dp-pp\"");
+  }
+}
+
+int32_t RankLayout::rank(const ir::Coordinates& c) const {
+  int32_t r = 0;
+  for (int32_t i = 3; i >= 0; --i) {
+    const int32_t axis = axis_of_position_[i];
+    r = r * size_of(dims_, axis) + get(c, axis);
+  }
+  return r;
+}
+
+ir::Coordinates RankLayout::coordinates(int32_t rank) const {
+  ir::Coordinates c;
+  for (int32_t i = 0; i < 4; ++i) {
+    const int32_t axis = axis_of_position_[i];
+    set(c, axis, rank % size_of(dims_, axis));
+    rank /= size_of(dims_, axis);
+  }
+  return c;
+}
+
+void add_rank_layout(const RankLayout& layout, int32_t gpus_per_node, ir::Program& program) {
+  const ParallelDims& d = layout.dims();
+  const int32_t world = d.world();
+  program.clear_group_slots();
+  program.clear_peer_slots();
+  program.clear_groups();
+  program.clear_ranks();
+  const std::array<std::pair<const char*, ir::GroupKind>, kNumGroupSlots> group_slots = {
+      {{"tp", ir::TP}, {"cp", ir::CP}, {"dp", ir::DP}, {"dp_cp", ir::DP_CP}}};
+  for (const auto& [name, kind] : group_slots) {
+    auto* s = program.add_group_slots();
+    s->set_name(name);
+    s->set_kind(kind);
+  }
+  for (const char* name : {"pp_next", "pp_prev"}) program.add_peer_slots()->set_name(name);
+
+  // Members of each rank's group per slot: the coordinates that vary within
+  // the group, the others fixed. Keyed by member list so each group is listed
+  // once, in order of first appearance (ascending lowest rank).
+  auto varies = [](int32_t slot, int32_t axis) {
+    switch (slot) {
+      case kSlotTp: return axis == 0;
+      case kSlotCp: return axis == 1;
+      case kSlotDp: return axis == 2;
+      default: return axis == 1 || axis == 2;  // dp_cp
+    }
+  };
+  std::vector<ir::RankBinding> bindings(world);
+  std::map<std::pair<int32_t, std::vector<int32_t>>, int32_t> group_index;
+  for (int32_t r = 0; r < world; ++r) {
+    const ir::Coordinates c = layout.coordinates(r);
+    ir::RankBinding& b = bindings[r];
+    b.set_class_id(c.pp());
+    b.set_node(r / gpus_per_node);
+    b.set_local_gpu(r % gpus_per_node);
+    *b.mutable_coord() = c;
+    for (int32_t slot = 0; slot < kNumGroupSlots; ++slot) {
+      std::vector<int32_t> members;
+      const std::array<int32_t, 4> fixed = {c.tp(), c.cp(), c.dp(), c.pp()};
+      // Enumerate the varying axes (at most cp × dp members).
+      for (int32_t cp = 0; cp < (varies(slot, 1) ? d.cp : 1); ++cp)
+        for (int32_t dp = 0; dp < (varies(slot, 2) ? d.dp : 1); ++dp)
+          for (int32_t tp = 0; tp < (varies(slot, 0) ? d.tp : 1); ++tp) {
+            ir::Coordinates m;
+            m.set_tp(varies(slot, 0) ? tp : fixed[0]);
+            m.set_cp(varies(slot, 1) ? cp : fixed[1]);
+            m.set_dp(varies(slot, 2) ? dp : fixed[2]);
+            m.set_pp(fixed[3]);
+            members.push_back(layout.rank(m));
+          }
+      if (members.size() <= 1) {
+        b.add_group(-1);
+        continue;
+      }
+      std::sort(members.begin(), members.end());
+      auto key = std::make_pair(slot, members);
+      auto it = group_index.find(key);
+      if (it == group_index.end()) {
+        it = group_index.emplace(key, program.groups_size()).first;
+        auto* g = program.add_groups();
+        g->set_kind(group_slots[slot].second);
+        for (int32_t m : members) g->add_ranks(m);
+      }
+      b.add_group(it->second);
+    }
+    if (d.pp > 1) {
+      ir::Coordinates next = c, prev = c;
+      next.set_pp((c.pp() + 1) % d.pp);
+      prev.set_pp((c.pp() + d.pp - 1) % d.pp);
+      b.add_peer(layout.rank(next));
+      b.add_peer(layout.rank(prev));
+    } else {
+      b.add_peer(-1);
+      b.add_peer(-1);
+    }
+  }
+  for (auto& b : bindings) *program.add_ranks() = std::move(b);
+}
+
+}  // namespace lacuna::compiler

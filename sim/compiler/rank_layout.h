@@ -1,0 +1,45 @@
+// Where every (tp, cp, dp, pp) coordinate lands: global rank, node, GPU, and
+// the communication groups and pipeline peers each rank binds to.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+
+#include "sim/proto/program.pb.h"
+
+namespace lacuna::compiler {
+
+// Slot indices of Program.group_slots / peer_slots, fixed for every program
+// the compiler writes.
+enum GroupSlot : int32_t { kSlotTp = 0, kSlotCp = 1, kSlotDp = 2, kSlotDpCp = 3, kNumGroupSlots = 4 };
+enum PeerSlot : int32_t { kSlotPpNext = 0, kSlotPpPrev = 1, kNumPeerSlots = 2 };
+
+struct ParallelDims {
+  int32_t tp = 1, cp = 1, dp = 1, pp = 1;
+  int32_t world() const { return tp * cp * dp * pp; }
+};
+
+class RankLayout {
+ public:
+  // `order`: Megatron's order string, innermost first, e.g. "tp-cp-dp-pp"
+  // (empty = that default). Throws lacuna::Error unless it names each of tp,
+  // cp, dp and pp exactly once.
+  RankLayout(ParallelDims dims, const std::string& order);
+
+  const ParallelDims& dims() const { return dims_; }
+  int32_t rank(const ir::Coordinates& c) const;
+  ir::Coordinates coordinates(int32_t rank) const;
+
+ private:
+  ParallelDims dims_;
+  std::array<int32_t, 4> axis_of_position_{};  // 0 tp, 1 cp, 2 dp, 3 pp; innermost first
+};
+
+// Fills program.group_slots, peer_slots, groups and ranks. Groups of one rank
+// are not listed (the binding holds -1). The class of a rank is its pipeline
+// stage. Peers are cyclic along PP (the last stage's next is stage 0: the
+// interleaved schedule wraps around); -1 when pp = 1.
+void add_rank_layout(const RankLayout& layout, int32_t gpus_per_node, ir::Program& program);
+
+}  // namespace lacuna::compiler

@@ -1,0 +1,119 @@
+#include "sim/compiler/rank_layout.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "sim/compiler/compiler_test_support.h"
+#include "sim/core/error.h"
+
+namespace lacuna::compiler {
+namespace {
+
+ir::Program layout(ParallelDims d, const std::string& order, int32_t gpus_per_node = 8) {
+  ir::Program p;
+  add_rank_layout(RankLayout(d, order), gpus_per_node, p);
+  return p;
+}
+
+TEST(RankLayout, DefaultOrderPutsTpInnermost) {
+  const ParallelDims d{2, 3, 4, 5};
+  const RankLayout l(d, "");
+  for (int32_t r = 0; r < d.world(); ++r) {
+    const auto c = l.coordinates(r);
+    EXPECT_EQ(r, c.tp() + 2 * (c.cp() + 3 * (c.dp() + 4 * c.pp())));
+    EXPECT_EQ(l.rank(c), r);
+  }
+}
+
+TEST(RankLayout, NonDefaultOrderIsFollowed) {
+  const ParallelDims d{2, 3, 4, 5};
+  const RankLayout l(d, "dp-tp-pp-cp");
+  for (int32_t r = 0; r < d.world(); ++r) {
+    const auto c = l.coordinates(r);
+    EXPECT_EQ(r, c.dp() + 4 * (c.tp() + 2 * (c.pp() + 5 * c.cp())));
+    EXPECT_EQ(l.rank(c), r);
+  }
+}
+
+TEST(RankLayout, RejectsBadOrders) {
+  for (const char* bad : {"tp-cp-dp", "tp-tp-dp-pp", "tp-cp-dp-ep", "tp,cp,dp,pp"}) {
+    try {
+      RankLayout({2, 1, 2, 2}, bad);
+      FAIL() << bad;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.where().field, "parallel.rank_order");
+    }
+  }
+}
+
+TEST(RankLayout, GroupsPartitionTheRanksAndAreListedOnce) {
+  for (const char* order : {"tp-cp-dp-pp", "pp-dp-cp-tp", "dp-tp-pp-cp"}) {
+    const ParallelDims d{2, 2, 3, 2};
+    const ir::Program p = layout(d, order);
+    ASSERT_EQ(p.group_slots_size(), 4);
+    ASSERT_EQ(p.ranks_size(), d.world());
+    const std::map<ir::GroupKind, int> sizes = {{ir::TP, 2}, {ir::CP, 2}, {ir::DP, 3}, {ir::DP_CP, 6}};
+    std::set<std::pair<int, std::vector<int>>> seen;
+    std::map<ir::GroupKind, int> groups_of_kind;
+    for (int g = 0; g < p.groups_size(); ++g) {
+      const auto& grp = p.groups(g);
+      std::vector<int> members(grp.ranks().begin(), grp.ranks().end());
+      EXPECT_TRUE(std::is_sorted(members.begin(), members.end()));
+      EXPECT_TRUE(seen.insert({grp.kind(), members}).second) << "group listed twice";
+      EXPECT_EQ(static_cast<int>(members.size()), sizes.at(grp.kind()));
+      ++groups_of_kind[grp.kind()];
+      // Every member binds to this very group in the slot of its kind.
+      for (int r : members) {
+        const int slot = grp.kind() == ir::TP ? kSlotTp : grp.kind() == ir::CP ? kSlotCp : grp.kind() == ir::DP ? kSlotDp : kSlotDpCp;
+        EXPECT_EQ(p.ranks(r).group(slot), g);
+      }
+    }
+    for (const auto& [kind, size] : sizes) EXPECT_EQ(groups_of_kind[kind] * size, d.world()) << order;
+    // Members of a group differ only in the group's coordinates.
+    for (int r = 0; r < d.world(); ++r) {
+      const auto& c = p.ranks(r).coord();
+      for (int m : p.groups(p.ranks(r).group(kSlotTp)).ranks()) {
+        const auto& o = p.ranks(m).coord();
+        EXPECT_TRUE(o.cp() == c.cp() && o.dp() == c.dp() && o.pp() == c.pp());
+      }
+      for (int m : p.groups(p.ranks(r).group(kSlotDpCp)).ranks()) {
+        const auto& o = p.ranks(m).coord();
+        EXPECT_TRUE(o.tp() == c.tp() && o.pp() == c.pp());
+      }
+    }
+  }
+}
+
+TEST(RankLayout, SingletonGroupsAreNotListed) {
+  const ir::Program p = layout({1, 1, 4, 2}, "");
+  for (const auto& b : p.ranks()) {
+    EXPECT_EQ(b.group(kSlotTp), -1);
+    EXPECT_EQ(b.group(kSlotCp), -1);
+    EXPECT_GE(b.group(kSlotDp), 0);
+  }
+  EXPECT_EQ(p.groups_size(), 2 * 2);  // DP and DP_CP per pipeline stage
+}
+
+TEST(RankLayout, PeersAreCyclicAndConsistent) {
+  const ParallelDims d{2, 1, 2, 4};
+  const ir::Program p = layout(d, "tp-dp-pp-cp", 4);
+  for (int r = 0; r < d.world(); ++r) {
+    const auto& b = p.ranks(r);
+    const int next = b.peer(kSlotPpNext), prev = b.peer(kSlotPpPrev);
+    EXPECT_EQ(p.ranks(next).peer(kSlotPpPrev), r);
+    EXPECT_EQ(p.ranks(prev).peer(kSlotPpNext), r);
+    const auto& c = b.coord();
+    const auto& n = p.ranks(next).coord();
+    EXPECT_EQ(n.pp(), (c.pp() + 1) % 4);
+    EXPECT_TRUE(n.tp() == c.tp() && n.dp() == c.dp() && n.cp() == c.cp());
+    EXPECT_EQ(b.class_id(), c.pp());
+    EXPECT_EQ(b.node(), r / 4);
+    EXPECT_EQ(b.local_gpu(), r % 4);
+  }
+  const ir::Program flat = layout({2, 1, 2, 1}, "");
+  for (const auto& b : flat.ranks()) EXPECT_EQ(b.peer(kSlotPpNext), -1);
+}
+
+}  // namespace
+}  // namespace lacuna::compiler

@@ -1,0 +1,117 @@
+#include "sim/cost/roofline.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "sim/core/error.h"
+
+namespace lacuna::cost {
+namespace {
+
+constexpr const char* kDefaultKey = "DEFAULT";
+
+SourceLocation field(const std::string& path) {
+  SourceLocation where;
+  where.field = path;
+  return where;
+}
+
+void check_fraction(bool present, double v, const std::string& path) {
+  if (present && !(v > 0.0 && v <= 1.0)) {
+    throw Error(field(path), "efficiency must be in (0, 1], got " + std::to_string(v),
+                "achieved / peak, e.g. 0.8 for a GEMM reaching 80% of peak");
+  }
+}
+
+}  // namespace
+
+double peak_flops_for(const scenario::GpuSpec& gpu, scenario::Precision precision) {
+  bool has = false;
+  double tflops = 0;
+  std::string name;
+  switch (precision) {
+    case scenario::BF16: has = gpu.has_peak_bf16_tflops(); tflops = gpu.peak_bf16_tflops(); name = "peak_bf16_tflops"; break;
+    case scenario::FP16: has = gpu.has_peak_fp16_tflops(); tflops = gpu.peak_fp16_tflops(); name = "peak_fp16_tflops"; break;
+    case scenario::FP8: has = gpu.has_peak_fp8_tflops(); tflops = gpu.peak_fp8_tflops(); name = "peak_fp8_tflops"; break;
+    default:
+      throw Error(field("training.precision"), "precision not set", "one of BF16, FP16, FP8");
+  }
+  if (!has) throw Error(field("cluster.gpu." + name), "not set", "dense tensor-core peak in TFLOP/s");
+  if (!(tflops > 0) || !std::isfinite(tflops)) {
+    throw Error(field("cluster.gpu." + name), "must be positive, got " + std::to_string(tflops));
+  }
+  return tflops * 1e12;
+}
+
+RooflineModel::RooflineModel(const scenario::GpuSpec& gpu, scenario::Precision precision) {
+  const double peak = peak_flops_for(gpu, precision);
+  if (!gpu.has_hbm_bandwidth_gb_per_s() || !(gpu.hbm_bandwidth_gb_per_s() > 0)) {
+    throw Error(field("cluster.gpu.hbm_bandwidth_gb_per_s"), "must be set and positive", "e.g. 3350 for H100 SXM");
+  }
+  const double hbm = gpu.hbm_bandwidth_gb_per_s() * 1e9;
+  if (gpu.has_kernel_overhead_us()) {
+    if (!(gpu.kernel_overhead_us() >= 0) || !std::isfinite(gpu.kernel_overhead_us())) {
+      throw Error(field("cluster.gpu.kernel_overhead_us"), "must be non-negative");
+    }
+    overhead_s_ = gpu.kernel_overhead_us() * 1e-6;  // unset: no launch overhead
+  }
+
+  for (const auto& [key, eff] : gpu.efficiency()) {
+    ir::OpClass unused;
+    if (key != kDefaultKey && !ir::OpClass_Parse(key, &unused)) {
+      throw Error(field("cluster.gpu.efficiency[" + key + "]"), "not an op class",
+                  "use an OpClass name from program.proto (GEMM, ATTENTION, ...) or DEFAULT");
+    }
+    check_fraction(eff.has_flops(), eff.flops(), "cluster.gpu.efficiency[" + key + "].flops");
+    check_fraction(eff.has_memory(), eff.memory(), "cluster.gpu.efficiency[" + key + "].memory");
+  }
+
+  const auto& map = gpu.efficiency();
+  const auto def = map.find(kDefaultKey);
+  for (int c = 0; c < kClasses; ++c) {
+    if (!ir::OpClass_IsValid(c)) continue;
+    const auto own = map.find(ir::OpClass_Name(static_cast<ir::OpClass>(c)));
+    // Field by field: the class's own value, else DEFAULT's.
+    Resolved r;
+    if (own != map.end() && own->second.has_flops()) {
+      r.has_flops = true;
+      r.flops_per_s = peak * own->second.flops();
+    } else if (def != map.end() && def->second.has_flops()) {
+      r.has_flops = true;
+      r.flops_per_s = peak * def->second.flops();
+    }
+    if (own != map.end() && own->second.has_memory()) {
+      r.has_memory = true;
+      r.bytes_per_s = hbm * own->second.memory();
+    } else if (def != map.end() && def->second.has_memory()) {
+      r.has_memory = true;
+      r.bytes_per_s = hbm * def->second.memory();
+    }
+    by_class_[c] = r;
+  }
+}
+
+TimeNs RooflineModel::time(const ir::Compute& op) const {
+  if (op.fixed_duration_ns() > 0) return TimeNs(op.fixed_duration_ns());
+  const int c = static_cast<int>(op.op_class());
+  if (c < 0 || c >= kClasses || !ir::OpClass_IsValid(c)) {
+    throw Error("compute op of unknown class " + std::to_string(c));
+  }
+  const Resolved& r = by_class_[c];
+  if (!r.has_flops || !r.has_memory) {
+    const std::string& key = ir::OpClass_Name(op.op_class());
+    throw Error(field("cluster.gpu.efficiency"),
+                std::string("no ") + (r.has_flops ? "memory" : "flops") + " efficiency for \"" + key +
+                    "\" and none under \"DEFAULT\"",
+                "add efficiency { key: \"" + key + "\" value { flops: ... memory: ... } } or a DEFAULT entry");
+  }
+  if (!(op.flops() >= 0) || !(op.bytes() >= 0) || !std::isfinite(op.flops()) || !std::isfinite(op.bytes())) {
+    throw Error("compute op with invalid work: flops " + std::to_string(op.flops()) + ", bytes " +
+                std::to_string(op.bytes()));
+  }
+  const double seconds = std::max(op.flops() / r.flops_per_s, op.bytes() / r.bytes_per_s) + overhead_s_;
+  return TimeNs::from_seconds(seconds);
+}
+
+}  // namespace lacuna::cost

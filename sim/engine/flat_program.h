@@ -1,0 +1,68 @@
+// A RankClass flattened for the event loop: one fixed-size record per op, all
+// streams concatenated, compute durations asked of the cost model once per op.
+// Classes are shared by all their ranks; nothing here is per rank.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/core/units.h"
+#include "sim/cost/cost_model.h"
+#include "sim/proto/program.pb.h"
+
+namespace lacuna::engine {
+
+enum class OpKind : uint8_t { kCompute, kCollective, kSend, kRecv, kRecord, kWait };
+
+struct FlatOp {
+  OpKind kind = OpKind::kCompute;
+  ir::CollectiveKind collective = ir::COLLECTIVE_UNSPECIFIED;
+  // Group slot (collective), peer slot (send/recv) or event (record/wait).
+  int32_t slot = 0;
+  // Collective: its index among the class's collectives (duration cache).
+  // Send/recv: its endpoint (peer slot, channel, direction) in the class.
+  int32_t index = 0;
+  int32_t channel = 0;
+  // Compute: unscaled duration in ns. Collective/send/recv: bytes. Wait: value.
+  int64_t value = 0;
+  int64_t tag = 0;       // send/recv
+  int64_t fixed_ns = 0;  // collective/send: > 0 overrides the cost model
+};
+
+// One side of a point-to-point channel as a class sees it; a rank turns it into
+// a mailbox by substituting its peer.
+struct Endpoint {
+  int32_t peer_slot = 0;
+  int32_t channel = 0;
+  bool is_send = false;
+  bool operator==(const Endpoint&) const = default;
+};
+
+struct FlatStream {
+  std::string name;
+  uint32_t begin = 0;  // [begin, end) in FlatClass::ops
+  uint32_t end = 0;
+};
+
+struct FlatClass {
+  std::vector<FlatStream> streams;
+  std::vector<FlatOp> ops;
+  std::vector<const ir::Op*> ir;  // parallel to ops, for observers and messages
+  std::vector<Endpoint> endpoints;
+  int32_t num_events = 0;
+  int32_t num_collectives = 0;
+  // Durations of collectives, per (collective index, group shape id): -1 until
+  // first asked. Filled lazily by the simulator.
+  std::vector<int64_t> collective_ns;
+};
+
+// `cls` must outlive the result (ir pointers). Throws lacuna::Error when the
+// cost model returns a negative duration.
+FlatClass flatten_class(const ir::RankClass& cls, int class_id, const cost::CostModel& cost);
+
+// "ALL_REDUCE", "send to rank 3 ..." helpers shared by messages.
+std::string collective_name(ir::CollectiveKind kind);
+std::string group_kind_name(ir::GroupKind kind);
+
+}  // namespace lacuna::engine

@@ -1,0 +1,482 @@
+// The event loop. Ops with a duration (compute, collectives, transfers) end by
+// a queued event; records and waits take no time and run inline when their
+// stream reaches them. A stream is advanced until it blocks or has an op in
+// flight; streams released at the current time go through `worklist` so the
+// order of processing is a deterministic function of the event order.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <tuple>
+
+#include "sim/engine/simulator_impl.h"
+
+namespace lacuna::engine {
+namespace {
+
+cost::GroupShape shape_of(const ir::Program& program, const ir::Group& group) {
+  std::vector<int32_t> nodes;
+  nodes.reserve(static_cast<size_t>(group.ranks_size()));
+  for (int32_t r : group.ranks()) nodes.push_back(program.ranks(r).node());
+  std::sort(nodes.begin(), nodes.end());
+  cost::GroupShape shape;
+  shape.size = group.ranks_size();
+  shape.nodes = 0;
+  shape.max_ranks_per_node = 0;
+  for (size_t i = 0; i < nodes.size();) {
+    size_t j = i;
+    while (j < nodes.size() && nodes[j] == nodes[i]) ++j;
+    ++shape.nodes;
+    shape.max_ranks_per_node = std::max(shape.max_ranks_per_node, static_cast<int32_t>(j - i));
+    i = j;
+  }
+  return shape;
+}
+
+constexpr int64_t kMaxTimeNs = std::numeric_limits<int64_t>::max();
+
+}  // namespace
+
+Simulator::Impl::Impl(const ir::Program& p, const cost::CostModel& cost, SimulationOptions o)
+    : program(p), options(o), comm_costs(cost) {
+  validate_program(p);
+  simulated = plan_simulated_ranks(p, o.fold);
+  const size_t num_sim = simulated.ranks.size();
+  std::vector<int32_t> sim_index(static_cast<size_t>(p.ranks_size()), -1);
+  for (size_t i = 0; i < num_sim; ++i) sim_index[simulated.ranks[i]] = static_cast<int32_t>(i);
+
+  groups.resize(static_cast<size_t>(p.groups_size()));
+  for (int g = 0; g < p.groups_size(); ++g) {
+    const cost::GroupShape shape = shape_of(p, p.groups(g));
+    auto it = std::find(shapes.begin(), shapes.end(), shape);
+    groups[g].shape_id = static_cast<int32_t>(it - shapes.begin());
+    if (it == shapes.end()) shapes.push_back(shape);
+  }
+
+  classes.resize(static_cast<size_t>(p.classes_size()));
+  std::vector<bool> flattened(classes.size(), false);
+  const int num_slots = p.group_slots_size();
+  std::map<std::tuple<int32_t, int32_t, int32_t>, uint32_t> mailbox_of;  // (src, dst, channel)
+  ranks.resize(num_sim);
+  slot_group.assign(num_sim * static_cast<size_t>(num_slots), -1);
+  slot_counter.assign(num_sim * static_cast<size_t>(num_slots), -1);
+  uint32_t stream_base = 0;
+  for (size_t i = 0; i < num_sim; ++i) {
+    const int32_t r = simulated.ranks[i];
+    const ir::RankBinding& b = p.ranks(r);
+    const int32_t c = b.class_id();
+    if (!flattened[c]) {
+      classes[c] = flatten_class(p.classes(c), c, cost);
+      flattened[c] = true;
+    }
+    const FlatClass& fc = classes[c];
+    SimRank& sr = ranks[i];
+    sr.rank = r;
+    sr.cls = c;
+    sr.scaled = b.has_compute_time_scale() && b.compute_time_scale() != 1.0;
+    sr.scale = b.has_compute_time_scale() ? b.compute_time_scale() : 1.0;
+    sr.node = b.node();
+    sr.stream_base = stream_base;
+    sr.num_streams = static_cast<uint32_t>(fc.streams.size());
+    stream_base += sr.num_streams;
+    sr.event_base = static_cast<uint32_t>(num_event_counters);
+    num_event_counters += static_cast<size_t>(fc.num_events);
+    sr.slot_base = static_cast<uint32_t>(i * static_cast<size_t>(num_slots));
+    for (int s = 0; s < num_slots; ++s) {
+      const int32_t g = s < b.group_size() ? b.group(s) : -1;
+      if (g < 0) continue;
+      slot_group[sr.slot_base + s] = g;
+      // Two slots naming one group (dp and dp_cp when cp = 1) share a counter:
+      // matching is per group, not per slot.
+      int32_t counter = -1;
+      for (int prev = 0; prev < s; ++prev) {
+        if (slot_group[sr.slot_base + prev] == g) counter = slot_counter[sr.slot_base + prev];
+      }
+      if (counter < 0) counter = static_cast<int32_t>(num_issue_counters++);
+      slot_counter[sr.slot_base + s] = counter;
+    }
+    sr.endpoint_base = static_cast<uint32_t>(endpoint_mailbox.size());
+    for (const Endpoint& e : fc.endpoints) {
+      const int32_t peer = b.peer(e.peer_slot);
+      const auto key = e.is_send ? std::make_tuple(r, peer, e.channel) : std::make_tuple(peer, r, e.channel);
+      auto [it, inserted] = mailbox_of.try_emplace(key, static_cast<uint32_t>(mailboxes.size()));
+      if (inserted) {
+        Mailbox m;
+        m.src = std::get<0>(key);
+        m.dst = std::get<1>(key);
+        m.channel = e.channel;
+        mailboxes.push_back(std::move(m));
+      }
+      endpoint_mailbox.push_back(it->second);
+    }
+  }
+  for (int g = 0; g < p.groups_size(); ++g) {
+    for (int32_t r : p.groups(g).ranks()) {
+      const int32_t i = sim_index[r];
+      if (i < 0) continue;
+      int32_t counter = -1;
+      for (int s = 0; s < num_slots; ++s) {
+        if (slot_group[ranks[i].slot_base + s] == g) counter = slot_counter[ranks[i].slot_base + s];
+      }
+      groups[g].members.emplace_back(static_cast<uint32_t>(i), counter);
+    }
+    groups[g].expected = static_cast<int32_t>(groups[g].members.size());
+  }
+  for (size_t c = 0; c < classes.size(); ++c) {
+    if (flattened[c]) classes[c].collective_ns.assign(static_cast<size_t>(classes[c].num_collectives) * shapes.size(), -1);
+  }
+}
+
+void Simulator::Impl::reset() {
+  streams.clear();
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    const FlatClass& fc = classes[ranks[i].cls];
+    for (size_t s = 0; s < fc.streams.size(); ++s) {
+      StreamState st;
+      st.rank = static_cast<uint32_t>(i);
+      st.local = static_cast<int32_t>(s);
+      st.begin = st.cursor = fc.streams[s].begin;
+      st.end = fc.streams[s].end;
+      streams.push_back(st);
+    }
+  }
+  event_counts.assign(num_event_counters, 0);
+  wait_mask.assign(ranks.size(), 0);
+  issue_counts.assign(num_issue_counters, 0);
+  group_runtime.assign(groups.size(), GroupRuntime{});
+  instances.clear();
+  free_instances.clear();
+  transfers.clear();
+  free_transfers.clear();
+  for (Mailbox& m : mailboxes) {
+    m.posts.clear();
+    m.head = 0;
+  }
+  worklist.clear();
+  worklist.reserve(streams.size());
+  // Pending events never exceed one per stream plus one per collective/transfer.
+  queue = HeapEventQueue<EngineEvent>(streams.size() + 16);
+  now = TimeNs::zero();
+  last_end = TimeNs::zero();
+  events = 0;
+  ops_done = 0;
+}
+
+SimulationResult Simulator::Impl::run() {
+  reset();
+  if (!observers.empty()) {
+    RunInfo info;
+    info.program = &program;
+    info.simulated_ranks = simulated.ranks;
+    info.represents = simulated.represents;
+    for (Observer* o : observers) o->on_run_begin(info);
+  }
+  for (uint32_t s = 0; s < streams.size(); ++s) worklist.push_back(s);
+  drain_worklist();
+  ScheduledEvent<EngineEvent> ev;
+  while (queue.pop(ev)) {
+    now = ev.time;
+    ++events;
+    switch (ev.payload.kind) {
+      case EngineEvent::kOpDone:
+        finish_op(ev.payload.index, now, nullptr);
+        advance(ev.payload.index);
+        break;
+      case EngineEvent::kCollectiveDone:
+        complete_collective(ev.payload.index);
+        break;
+      case EngineEvent::kTransferDone:
+        complete_transfer(ev.payload.index);
+        break;
+    }
+    if (!worklist.empty()) drain_worklist();
+  }
+  for (const StreamState& st : streams) {
+    if (st.status != StreamStatus::kDone) throw_deadlock();
+  }
+  for (Observer* o : observers) o->on_run_end(last_end);
+  SimulationResult result;
+  result.end_time = last_end;
+  result.events = events;
+  result.simulated_ranks = simulated.ranks;
+  result.ops = ops_done;
+  return result;
+}
+
+void Simulator::Impl::drain_worklist() {
+  // advance() may append released streams while we iterate.
+  for (size_t i = 0; i < worklist.size(); ++i) advance(worklist[i]);
+  worklist.clear();
+}
+
+TimeNs Simulator::Impl::scaled_compute(const SimRank& rank, int64_t base_ns) const {
+  if (!rank.scaled) return TimeNs(base_ns);
+  const double v = static_cast<double>(base_ns) * rank.scale;
+  if (v > 4e18) throw Error("rank " + std::to_string(rank.rank) + ": scaled compute duration overflows");
+  return TimeNs(static_cast<int64_t>(std::llround(v)));
+}
+
+EventId Simulator::Impl::schedule_completion(TimeNs duration, EngineEvent event) {
+  if (duration.count() > kMaxTimeNs - now.count()) {
+    throw Error("simulated time exceeds the int64 nanosecond range (an op of " + std::to_string(duration.count()) +
+                " ns at t = " + std::to_string(now.count()) + " ns)");
+  }
+  return queue.schedule(now + duration, event);
+}
+
+void Simulator::Impl::advance(uint32_t sid) {
+  StreamState& st = streams[sid];
+  const SimRank& rk = ranks[st.rank];
+  const FlatClass& fc = classes[rk.cls];
+  while (st.cursor < st.end) {
+    const FlatOp& op = fc.ops[st.cursor];
+    st.ready = now;
+    st.start = now;
+    switch (op.kind) {
+      case OpKind::kCompute:
+        st.status = StreamStatus::kRunning;
+        schedule_completion(scaled_compute(rk, op.value), EngineEvent{EngineEvent::kOpDone, sid});
+        return;
+      case OpKind::kRecord: {
+        const int64_t count = ++event_counts[rk.event_base + op.slot];
+        WaitCause cause;
+        cause.valid = true;
+        cause.stream = st.local;
+        cause.op = st.prev_op;
+        cause.start = st.prev_op >= 0 ? st.prev_start : now;
+        cause.end = st.prev_op >= 0 ? st.prev_end : now;
+        finish_op(sid, now, nullptr);
+        wake_waiters(st.rank, op.slot, count, cause);
+        continue;
+      }
+      case OpKind::kWait:
+        if (event_counts[rk.event_base + op.slot] >= op.value) {
+          const WaitCause already_recorded;
+          finish_op(sid, now, &already_recorded);
+          continue;
+        }
+        st.status = StreamStatus::kBlockedWait;
+        if (st.local < 64) wait_mask[st.rank] |= uint64_t{1} << st.local;
+        return;
+      case OpKind::kCollective:
+        st.status = StreamStatus::kBlockedComm;
+        arrive_collective(sid, op);
+        return;
+      case OpKind::kSend:
+      case OpKind::kRecv:
+        st.status = StreamStatus::kBlockedComm;
+        post_p2p(sid, op);
+        return;
+    }
+  }
+  st.status = StreamStatus::kDone;
+}
+
+void Simulator::Impl::wake_waiters(uint32_t rank, int32_t event, int64_t count, const WaitCause& cause) {
+  const SimRank& rk = ranks[rank];
+  const FlatClass& fc = classes[rk.cls];
+  auto try_wake = [&](uint32_t s) {
+    StreamState& w = streams[s];
+    const FlatOp& op = fc.ops[w.cursor];
+    if (op.slot != event || op.value > count) return false;
+    finish_op(s, now, &cause);
+    worklist.push_back(s);
+    return true;
+  };
+  for (uint64_t m = wait_mask[rank]; m != 0; m &= m - 1) {
+    const int local = __builtin_ctzll(m);
+    if (try_wake(rk.stream_base + static_cast<uint32_t>(local))) wait_mask[rank] &= ~(uint64_t{1} << local);
+  }
+  for (uint32_t s = rk.stream_base + 64; s < rk.stream_base + rk.num_streams; ++s) {
+    if (streams[s].status == StreamStatus::kBlockedWait) try_wake(s);
+  }
+}
+
+OpSpan Simulator::Impl::span_of(const StreamState& st, TimeNs end) const {
+  OpSpan span;
+  span.rank = ranks[st.rank].rank;
+  span.stream = st.local;
+  span.op = static_cast<int32_t>(st.cursor - st.begin);
+  span.ir = classes[ranks[st.rank].cls].ir[st.cursor];
+  span.ready = st.ready;
+  span.start = st.start;
+  span.end = end;
+  return span;
+}
+
+void Simulator::Impl::finish_op(uint32_t sid, TimeNs end, const WaitCause* cause) {
+  StreamState& st = streams[sid];
+  ++ops_done;
+  if (end > last_end) last_end = end;
+  if (!observers.empty()) {
+    const OpSpan span = span_of(st, end);
+    for (Observer* o : observers) o->on_op_end(span);
+    if (cause != nullptr) {
+      for (Observer* o : observers) o->on_wait_end(span, *cause);
+    }
+  }
+  st.prev_op = static_cast<int32_t>(st.cursor - st.begin);
+  st.prev_start = st.start;
+  st.prev_end = end;
+  ++st.cursor;
+  st.status = StreamStatus::kIdle;
+}
+
+// ---------------------------------------------------------------- collectives
+
+uint32_t Simulator::Impl::new_instance(int32_t group, uint64_t seq) {
+  uint32_t id;
+  if (!free_instances.empty()) {
+    id = free_instances.back();
+    free_instances.pop_back();
+  } else {
+    id = static_cast<uint32_t>(instances.size());
+    instances.emplace_back();
+    instances.back().waiters.reserve(static_cast<size_t>(groups[group].expected));
+  }
+  CollectiveInstance& in = instances[id];
+  in.group = group;
+  in.seq = seq;
+  in.kind = ir::COLLECTIVE_UNSPECIFIED;
+  in.bytes = 0;
+  in.fixed_ns = 0;
+  in.arrived = 0;
+  in.done = false;
+  in.waiters.clear();
+  return id;
+}
+
+void Simulator::Impl::arrive_collective(uint32_t sid, const FlatOp& op) {
+  StreamState& st = streams[sid];
+  const SimRank& rk = ranks[st.rank];
+  const int32_t g = slot_group[rk.slot_base + op.slot];
+  const uint64_t seq = issue_counts[slot_counter[rk.slot_base + op.slot]]++;
+  GroupRuntime& gr = group_runtime[g];
+  while (gr.head_seq + gr.pending.size() <= seq) gr.pending.push_back(new_instance(g, gr.head_seq + gr.pending.size()));
+  const uint32_t id = gr.pending[seq - gr.head_seq];
+  CollectiveInstance& in = instances[id];
+  if (in.arrived == 0) {
+    in.kind = op.collective;
+    in.bytes = op.value;
+    in.first = sid;
+  } else if (in.kind != op.collective || in.bytes != op.value) {
+    throw_collective_mismatch(in, sid, op);
+  }
+  in.fixed_ns = std::max(in.fixed_ns, op.fixed_ns);
+  in.waiters.push_back(sid);
+  st.comm = id;
+  if (++in.arrived == groups[g].expected) begin_collective(id, op, rk);
+}
+
+void Simulator::Impl::begin_collective(uint32_t id, const FlatOp& op, const SimRank& rank) {
+  CollectiveInstance& in = instances[id];
+  TimeNs duration;
+  if (in.fixed_ns > 0) {
+    duration = TimeNs(in.fixed_ns);
+  } else {
+    const int32_t shape_id = groups[in.group].shape_id;
+    int64_t& cached = classes[rank.cls].collective_ns[static_cast<size_t>(op.index) * shapes.size() + shape_id];
+    if (cached < 0) cached = comm_costs.collective(in.kind, in.bytes, shapes[shape_id]).count();
+    duration = TimeNs(cached);
+  }
+  in.start = now;
+  for (uint32_t w : in.waiters) streams[w].start = now;
+  in.completion = schedule_completion(duration, EngineEvent{EngineEvent::kCollectiveDone, id});
+}
+
+void Simulator::Impl::complete_collective(uint32_t id) {
+  CollectiveInstance& in = instances[id];
+  for (uint32_t w : in.waiters) {
+    finish_op(w, now, nullptr);
+    worklist.push_back(w);
+  }
+  in.done = true;
+  // Instances of a group may complete out of order (different durations);
+  // retire them in issue order.
+  GroupRuntime& gr = group_runtime[in.group];
+  while (!gr.pending.empty() && instances[gr.pending.front()].done) {
+    free_instances.push_back(gr.pending.front());
+    gr.pending.erase(gr.pending.begin());
+    ++gr.head_seq;
+  }
+}
+
+// ---------------------------------------------------------------- point to point
+
+void Simulator::Impl::post_p2p(uint32_t sid, const FlatOp& op) {
+  StreamState& st = streams[sid];
+  const uint32_t mb = endpoint_mailbox[ranks[st.rank].endpoint_base + op.index];
+  st.comm = mb;
+  Mailbox& m = mailboxes[mb];
+  const bool is_send = op.kind == OpKind::kSend;
+  if (m.head < m.posts.size() && m.waiting_sends != is_send) {
+    const uint32_t other = m.posts[m.head++];
+    if (m.head == m.posts.size()) {
+      m.posts.clear();
+      m.head = 0;
+    }
+    if (is_send) {
+      begin_transfer(sid, other);
+    } else {
+      begin_transfer(other, sid);
+    }
+    return;
+  }
+  if (m.head == m.posts.size()) m.waiting_sends = is_send;
+  m.posts.push_back(sid);
+}
+
+void Simulator::Impl::begin_transfer(uint32_t send, uint32_t recv) {
+  const FlatOp& so = current_op(streams[send]);
+  const FlatOp& ro = current_op(streams[recv]);
+  if (so.tag != ro.tag || so.value != ro.value) throw_p2p_mismatch(send, recv);
+  const bool same_node = ranks[streams[send].rank].node == ranks[streams[recv].rank].node;
+  const TimeNs duration = so.fixed_ns > 0 ? TimeNs(so.fixed_ns) : comm_costs.p2p(so.value, same_node);
+  uint32_t id;
+  if (!free_transfers.empty()) {
+    id = free_transfers.back();
+    free_transfers.pop_back();
+  } else {
+    id = static_cast<uint32_t>(transfers.size());
+    transfers.emplace_back();
+  }
+  streams[send].start = now;
+  streams[recv].start = now;
+  transfers[id].send = send;
+  transfers[id].recv = recv;
+  transfers[id].start = now;
+  transfers[id].completion = schedule_completion(duration, EngineEvent{EngineEvent::kTransferDone, id});
+}
+
+void Simulator::Impl::complete_transfer(uint32_t id) {
+  const Transfer t = transfers[id];
+  free_transfers.push_back(id);
+  if (observers.empty()) {
+    finish_op(t.send, now, nullptr);
+    finish_op(t.recv, now, nullptr);
+  } else {
+    const OpSpan send_span = span_of(streams[t.send], now);
+    const OpSpan recv_span = span_of(streams[t.recv], now);
+    finish_op(t.send, now, nullptr);
+    finish_op(t.recv, now, nullptr);
+    for (Observer* o : observers) o->on_transfer(send_span, recv_span);
+  }
+  worklist.push_back(t.send);
+  worklist.push_back(t.recv);
+}
+
+// ---------------------------------------------------------------- public API
+
+Simulator::Simulator(const ir::Program& program, const cost::CostModel& cost, SimulationOptions options)
+    : impl_(std::make_unique<Impl>(program, cost, options)) {}
+
+Simulator::~Simulator() = default;
+
+void Simulator::add_observer(Observer* observer) {
+  if (observer == nullptr) throw Error("Simulator::add_observer: null observer");
+  impl_->observers.push_back(observer);
+}
+
+SimulationResult Simulator::run() { return impl_->run(); }
+
+}  // namespace lacuna::engine

@@ -1,0 +1,184 @@
+// Simulator::Impl: the flattened program and the per-rank runtime state.
+// Internal to the engine (simulator.cpp runs it, blocked_ops.cpp explains a
+// deadlock from it).
+//
+// Per simulated rank the runtime keeps only stream cursors, event counters and
+// per-group issue counters; ops live once per class in FlatClass.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/engine/comm_cost_cache.h"
+#include "sim/engine/event_queue.h"
+#include "sim/engine/flat_program.h"
+#include "sim/engine/fold.h"
+#include "sim/engine/simulator.h"
+
+namespace lacuna::engine {
+
+// What a queued event completes.
+struct EngineEvent {
+  enum Kind : uint32_t { kOpDone, kCollectiveDone, kTransferDone };
+  Kind kind = kOpDone;
+  uint32_t index = 0;  // stream (kOpDone), collective instance, transfer
+};
+
+enum class StreamStatus : uint8_t {
+  kIdle,         // about to be advanced
+  kRunning,      // a compute op is in flight
+  kBlockedWait,  // event counter below the wait's value
+  kBlockedComm,  // collective or p2p not complete
+  kDone,
+};
+
+struct StreamState {
+  uint32_t rank = 0;   // simulated-rank index
+  int32_t local = 0;   // stream index within the class
+  uint32_t begin = 0;  // class op range of this stream
+  uint32_t cursor = 0;
+  uint32_t end = 0;
+  StreamStatus status = StreamStatus::kIdle;
+  uint32_t comm = 0;  // collective instance or mailbox while kBlockedComm
+  TimeNs ready;
+  TimeNs start;
+  // The last finished op, for WaitCause.
+  int32_t prev_op = -1;
+  TimeNs prev_start;
+  TimeNs prev_end;
+};
+
+struct SimRank {
+  int32_t rank = 0;  // global
+  int32_t cls = 0;
+  bool scaled = false;
+  double scale = 1.0;
+  int32_t node = 0;
+  uint32_t stream_base = 0;    // into Impl::streams
+  uint32_t event_base = 0;     // into Impl::event_counts
+  uint32_t slot_base = 0;      // into Impl::slot_group / slot_counter
+  uint32_t endpoint_base = 0;  // into Impl::endpoint_mailbox
+  uint32_t num_streams = 0;
+};
+
+// One collective of a group: members matched by issue order.
+struct CollectiveInstance {
+  int32_t group = 0;
+  uint64_t seq = 0;  // its position among the group's collectives
+  ir::CollectiveKind kind = ir::COLLECTIVE_UNSPECIFIED;
+  int64_t bytes = 0;
+  int64_t fixed_ns = 0;
+  uint32_t first = 0;  // stream of the first arrival (messages)
+  int32_t arrived = 0;
+  bool done = false;
+  TimeNs start;
+  EventId completion;
+  std::vector<uint32_t> waiters;  // streams; capacity kept across reuse
+};
+
+struct GroupInfo {
+  int32_t expected = 0;  // simulated members
+  int32_t shape_id = 0;
+  // Simulated members and their issue-counter index (-1: the member binds no
+  // slot to this group, so it can never arrive).
+  std::vector<std::pair<uint32_t, int32_t>> members;
+};
+
+struct GroupRuntime {
+  uint64_t head_seq = 0;
+  std::vector<uint32_t> pending;  // instances head_seq, head_seq+1, ...
+};
+
+// FIFO of unmatched posts of one (src, dst, channel): only one side can have
+// posts waiting, otherwise they would have matched.
+struct Mailbox {
+  int32_t src = 0;
+  int32_t dst = 0;
+  int32_t channel = 0;
+  bool waiting_sends = false;
+  uint32_t head = 0;
+  std::vector<uint32_t> posts;  // streams
+};
+
+struct Transfer {
+  uint32_t send = 0;  // streams
+  uint32_t recv = 0;
+  TimeNs start;
+  EventId completion;
+};
+
+struct Simulator::Impl {
+  Impl(const ir::Program& program, const cost::CostModel& cost, SimulationOptions options);
+
+  SimulationResult run();
+
+  // Event loop.
+  void reset();
+  void advance(uint32_t stream);
+  void drain_worklist();
+  void finish_op(uint32_t stream, TimeNs end, const WaitCause* cause);
+  void wake_waiters(uint32_t rank, int32_t event, int64_t count, const WaitCause& cause);
+  TimeNs scaled_compute(const SimRank& rank, int64_t base_ns) const;
+  EventId schedule_completion(TimeNs duration, EngineEvent event);
+
+  // Communication seam: begin_* runs when every participant arrived and
+  // schedules the completion; complete_* runs when it pops.
+  void arrive_collective(uint32_t stream, const FlatOp& op);
+  void begin_collective(uint32_t instance, const FlatOp& op, const SimRank& rank);
+  void complete_collective(uint32_t instance);
+  void post_p2p(uint32_t stream, const FlatOp& op);
+  void begin_transfer(uint32_t send, uint32_t recv);
+  void complete_transfer(uint32_t transfer);
+  uint32_t new_instance(int32_t group, uint64_t seq);
+
+  // Messages (blocked_ops.cpp).
+  std::string where(uint32_t stream) const;
+  std::string describe_group(int32_t group) const;
+  std::string describe_p2p(uint32_t stream) const;
+  BlockedOp describe_blocked(uint32_t stream) const;
+  [[noreturn]] void throw_deadlock() const;
+  [[noreturn]] void throw_collective_mismatch(const CollectiveInstance& in, uint32_t stream, const FlatOp& op) const;
+  [[noreturn]] void throw_p2p_mismatch(uint32_t send, uint32_t recv) const;
+
+  OpSpan span_of(const StreamState& st, TimeNs end) const;
+  const FlatOp& current_op(const StreamState& st) const { return classes[ranks[st.rank].cls].ops[st.cursor]; }
+
+  const ir::Program& program;
+  SimulationOptions options;
+  std::vector<Observer*> observers;
+  SimulatedSet simulated;
+  CommCostCache comm_costs;
+
+  std::vector<FlatClass> classes;  // index = class id; empty for classes nobody simulated uses
+  std::vector<cost::GroupShape> shapes;
+  std::vector<GroupInfo> groups;
+  std::vector<SimRank> ranks;
+  std::vector<int32_t> slot_group;        // [slot_base + slot] → group, -1 none
+  std::vector<int32_t> slot_counter;      // [slot_base + slot] → issue counter
+  std::vector<uint32_t> endpoint_mailbox;  // [endpoint_base + endpoint] → mailbox
+  size_t num_issue_counters = 0;
+  size_t num_event_counters = 0;
+
+  // Runtime state, reset by each run().
+  std::vector<StreamState> streams;
+  std::vector<int64_t> event_counts;
+  // Per rank, bit s set while stream s (< 64) is blocked on a wait: a record
+  // then only looks at those streams. Streams >= 64 are always checked.
+  std::vector<uint64_t> wait_mask;
+  std::vector<uint64_t> issue_counts;
+  std::vector<GroupRuntime> group_runtime;
+  std::vector<CollectiveInstance> instances;
+  std::vector<uint32_t> free_instances;
+  std::vector<Mailbox> mailboxes;
+  std::vector<Transfer> transfers;
+  std::vector<uint32_t> free_transfers;
+  std::vector<uint32_t> worklist;
+  HeapEventQueue<EngineEvent> queue;
+  TimeNs now;
+  TimeNs last_end;
+  uint64_t events = 0;
+  uint64_t ops_done = 0;
+};
+
+}  // namespace lacuna::engine

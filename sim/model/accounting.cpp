@@ -1,0 +1,55 @@
+#include "sim/model/accounting.h"
+
+namespace lacuna::model {
+namespace {
+
+int64_t norm_parameters(const LayerShape& s) { return (s.norm == scenario::RMSNORM ? 1 : 2) * s.hidden; }
+
+}  // namespace
+
+int64_t layer_parameters(const LayerShape& s) {
+  const int64_t h = s.hidden;
+  const int64_t b = s.linear_bias ? 1 : 0;
+  const int64_t qkv = h * s.qkv_width() + b * s.qkv_width();
+  const int64_t proj = s.q_width() * h + b * h;  // row-parallel: bias replicated
+  const int64_t fc1 = h * s.fc1_width() + b * s.fc1_width();
+  const int64_t fc2 = s.ffn_per_rank() * h + b * h;
+  const int64_t norms = (s.parallel_attention_mlp ? 1 : 2) * norm_parameters(s);
+  return qkv + proj + fc1 + fc2 + norms;
+}
+
+int64_t embedding_parameters(const LayerShape& s) {
+  return s.vocab_per_rank() * s.hidden + (s.learned_positions ? s.seq_length * s.hidden : 0);
+}
+
+int64_t head_parameters(const LayerShape& s) { return s.vocab_per_rank() * s.hidden + norm_parameters(s); }
+
+int64_t model_parameters(const LayerShape& s, int64_t num_layers) {
+  const LayerShape full = unsharded(s, s.micro_batch);
+  return num_layers * layer_parameters(full) + embedding_parameters(full) + norm_parameters(full);
+}
+
+double layer_model_flops_forward(const LayerShape& s) {
+  const double t = static_cast<double>(s.tokens());
+  const double h = static_cast<double>(s.hidden);
+  const double linear = 2.0 * t *
+                        (h * static_cast<double>(s.qkv_width()) + static_cast<double>(s.q_width()) * h +
+                         h * static_cast<double>(s.fc1_width()) + static_cast<double>(s.ffn_per_rank()) * h);
+  // QKᵀ and P·V over the full s × s score matrix.
+  const double attention = 4.0 * t * static_cast<double>(s.seq_length) * static_cast<double>(s.q_width());
+  return linear + attention;
+}
+
+double head_model_flops_forward(const LayerShape& s) {
+  return 2.0 * static_cast<double>(s.tokens()) * static_cast<double>(s.hidden) *
+         static_cast<double>(s.vocab_per_rank());
+}
+
+double model_flops_per_iteration(const LayerShape& s, int64_t num_layers, int64_t global_batch) {
+  const LayerShape one = unsharded(s, 1);
+  const double forward =
+      static_cast<double>(num_layers) * layer_model_flops_forward(one) + head_model_flops_forward(one);
+  return 3.0 * static_cast<double>(global_batch) * forward;
+}
+
+}  // namespace lacuna::model

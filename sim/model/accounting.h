@@ -1,0 +1,37 @@
+// Parameter counts and model FLOPs: what MFU and model-state memory are
+// computed from. Conventions in docs/kernels.md.
+#pragma once
+
+#include <cstdint>
+
+#include "sim/model/layer_shape.h"
+
+namespace lacuna::model {
+
+// Parameters one rank holds (TP shards, replicated norms and row-parallel
+// biases counted in full). With tp = 1 these are the model's totals.
+int64_t layer_parameters(const LayerShape& s);
+// Token embedding slice (+ learned positions, replicated).
+int64_t embedding_parameters(const LayerShape& s);
+// Output layer slice + final norm. Megatron ties the output layer to the
+// embedding; with pp > 1 the last stage still holds (and updates) a copy, so
+// the per-rank count is the same tied or untied.
+int64_t head_parameters(const LayerShape& s);
+
+// Whole model, output layer tied to the embedding (Megatron's default and
+// PTD-P eq. 2's count; eq. 2 omits the final norm's 2h).
+int64_t model_parameters(const LayerShape& s, int64_t num_layers);
+
+// Forward model FLOPs of one layer for s.micro_batch sequences: matmuls only,
+// attention counted as the full s² (Megatron / SAR convention, independent of
+// causal masking and of what recompute re-executes). Per-rank with TP/CP.
+double layer_model_flops_forward(const LayerShape& s);
+// Forward logits GEMM: 2·tokens·h·V (per rank: V/tp).
+double head_model_flops_forward(const LayerShape& s);
+
+// MFU numerator for one iteration of `global_batch` sequences: 3 × forward
+// (backward = 2 × forward). For GPT this is SAR eq. 7,
+// 72·B·s·l·h²·(1 + s/(6h) + V/(12hl)).
+double model_flops_per_iteration(const LayerShape& s, int64_t num_layers, int64_t global_batch);
+
+}  // namespace lacuna::model

@@ -1,0 +1,91 @@
+#include "sim/model/kernels.h"
+
+#include <utility>
+
+namespace lacuna::model {
+
+Kernel gemm(ir::KernelRole role, ir::Phase phase, int64_t m, int64_t n, int64_t k) {
+  Kernel g;
+  g.op_class = ir::GEMM;
+  g.role = role;
+  g.phase = phase;
+  g.shape = {m, n, k};
+  const double md = static_cast<double>(m), nd = static_cast<double>(n), kd = static_cast<double>(k);
+  g.flops = 2.0 * md * nd * kd;
+  g.bytes = static_cast<double>(kBf16) * (md * kd + kd * nd + md * nd);
+  return g;
+}
+
+namespace {
+
+// Q (and O, dO, dQ) and K (and V, dK, dV) sizes in bytes, plus the fp32
+// logsumexp per query row.
+struct AttentionTensors {
+  double q, kv, lse;
+};
+
+AttentionTensors tensors(int64_t batch, int64_t heads, int64_t kv_heads, int64_t seq_q, int64_t seq_kv,
+                         int64_t head_dim) {
+  const double b = static_cast<double>(batch), d = static_cast<double>(head_dim);
+  return {b * static_cast<double>(seq_q * heads) * d * kBf16, b * static_cast<double>(seq_kv * kv_heads) * d * kBf16,
+          b * static_cast<double>(seq_q * heads) * kFp32};
+}
+
+double attention_forward_flops(int64_t batch, int64_t heads, int64_t seq_q, int64_t seq_kv, int64_t head_dim,
+                               bool causal) {
+  // QKᵀ and P·V: 2 matmuls of 2·sq·skv·d each per head (FlashAttention paper).
+  const double full = 4.0 * static_cast<double>(batch) * static_cast<double>(seq_q) * static_cast<double>(seq_kv) *
+                      static_cast<double>(heads) * static_cast<double>(head_dim);
+  return causal ? full / 2.0 : full;
+}
+
+Kernel attention(ir::Phase phase, int64_t batch, int64_t heads, int64_t kv_heads, int64_t seq_q, int64_t seq_kv,
+                 int64_t head_dim, bool causal) {
+  Kernel a;
+  a.op_class = ir::ATTENTION;
+  a.role = ir::ROLE_ATTN_CORE;
+  a.phase = phase;
+  a.shape = {batch, heads, seq_q, seq_kv, head_dim, causal ? 1 : 0, kv_heads};
+  return a;
+}
+
+}  // namespace
+
+Kernel attention_forward(ir::Phase phase, int64_t batch, int64_t heads, int64_t kv_heads, int64_t seq_q,
+                         int64_t seq_kv, int64_t head_dim, bool causal) {
+  Kernel a = attention(phase, batch, heads, kv_heads, seq_q, seq_kv, head_dim, causal);
+  a.flops = attention_forward_flops(batch, heads, seq_q, seq_kv, head_dim, causal);
+  const auto t = tensors(batch, heads, kv_heads, seq_q, seq_kv, head_dim);
+  a.bytes = t.q + 2 * t.kv + t.q + t.lse;  // read Q, K, V; write O and logsumexp
+  return a;
+}
+
+Kernel attention_backward(int64_t batch, int64_t heads, int64_t kv_heads, int64_t seq_q, int64_t seq_kv,
+                          int64_t head_dim, bool causal) {
+  Kernel a = attention(ir::BACKWARD_INPUT, batch, heads, kv_heads, seq_q, seq_kv, head_dim, causal);
+  // FA2 backward: S = QKᵀ (recompute), dV = Pᵀ·dO, dP = dO·Vᵀ, dQ = dS·K,
+  // dK = dSᵀ·Q: five matmuls against the forward's two.
+  a.flops = 2.5 * attention_forward_flops(batch, heads, seq_q, seq_kv, head_dim, causal);
+  const auto t = tensors(batch, heads, kv_heads, seq_q, seq_kv, head_dim);
+  // Read Q, K, V, O, dO, logsumexp; write dQ, dK, dV.
+  a.bytes = 3 * t.q + 2 * t.kv + t.lse + t.q + 2 * t.kv;
+  return a;
+}
+
+Kernel memory_bound(ir::OpClass op_class, ir::KernelRole role, ir::Phase phase, std::vector<int64_t> shape,
+                    double elements, double accesses, int64_t element_bytes) {
+  Kernel k;
+  k.op_class = op_class;
+  k.role = role;
+  k.phase = phase;
+  k.shape = std::move(shape);
+  k.bytes = elements * accesses * static_cast<double>(element_bytes);
+  return k;
+}
+
+Kernel adam_step(int64_t parameters) {
+  return memory_bound(ir::OPTIMIZER, ir::ROLE_OPTIMIZER_STEP, ir::OPTIMIZER_STEP, {parameters},
+                      static_cast<double>(parameters), kAdamBytesPerParameter, 1);
+}
+
+}  // namespace lacuna::model

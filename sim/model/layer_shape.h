@@ -1,0 +1,63 @@
+// The shape of one transformer layer as one rank sees it: the model's sizes
+// plus the TP / CP / SP split. Every kernel formula in sim/model derives from
+// these few numbers (docs/kernels.md).
+#pragma once
+
+#include <cstdint>
+
+#include "sim/proto/scenario.pb.h"
+
+namespace lacuna::model {
+
+struct LayerShape {
+  int64_t micro_batch = 1;
+  int64_t seq_length = 1;  // full sequence, before the CP split
+  int64_t hidden = 1;
+  int64_t heads = 1;
+  int64_t kv_heads = 1;
+  int64_t ffn_hidden = 1;
+  int64_t vocab = 1;
+  scenario::Activation activation = scenario::GELU;
+  scenario::Norm norm = scenario::LAYERNORM;
+  bool parallel_attention_mlp = false;
+  bool causal = true;
+  bool linear_bias = false;
+  // Learned absolute position embeddings (GPT-2/3) rather than rotary ones.
+  bool learned_positions = false;
+  int64_t tp = 1;
+  int64_t cp = 1;
+  bool sequence_parallel = false;
+
+  int64_t head_dim() const { return hidden / heads; }
+  int64_t seq_per_rank() const { return seq_length / cp; }
+  // Tokens a GEMM of this rank sees: the whole (CP-local) sequence.
+  int64_t tokens() const { return micro_batch * seq_per_rank(); }
+  // Tokens of the norms / residual / dropout region: sequence-sharded over TP
+  // with SP, replicated without.
+  int64_t sp_tokens() const { return sequence_parallel ? tokens() / tp : tokens(); }
+  int64_t heads_per_rank() const { return heads / tp; }
+  // Megatron replicates KV heads when tp > kv_heads (GQA with few groups).
+  int64_t kv_heads_per_rank() const { return kv_heads >= tp ? kv_heads / tp : 1; }
+  int64_t q_width() const { return heads_per_rank() * head_dim(); }
+  int64_t kv_width() const { return kv_heads_per_rank() * head_dim(); }
+  int64_t qkv_width() const { return q_width() + 2 * kv_width(); }
+  int64_t ffn_per_rank() const { return ffn_hidden / tp; }
+  // FC1 output width: SwiGLU has gate and up projections.
+  int64_t fc1_width() const { return (activation == scenario::SWIGLU ? 2 : 1) * ffn_per_rank(); }
+  // Megatron pads the vocabulary to a multiple of the TP size; ceil is that
+  // padding without the extra 128-alignment.
+  int64_t vocab_per_rank() const { return (vocab + tp - 1) / tp; }
+  // One hidden-state tensor of this rank's (CP-local, full) sequence, bf16:
+  // the nccl-tests size of every TP collective and the unsharded p2p message.
+  int64_t hidden_bytes() const { return tokens() * hidden * 2; }
+};
+
+// The LLM of a scenario with its parallel plan and micro-batch. The scenario
+// must be validated (sizes positive and divisible).
+LayerShape layer_shape(const scenario::Scenario& spec);
+
+// The same model with no parallelism and `micro_batch` sequences: what model
+// FLOPs and parameter totals are computed on.
+LayerShape unsharded(LayerShape shape, int64_t micro_batch);
+
+}  // namespace lacuna::model

@@ -1,0 +1,97 @@
+// Helpers shared by the validation passes: each check throws the first
+// problem as a lacuna::Error located through the SourceMap.
+#pragma once
+
+#include <google/protobuf/generated_enum_reflection.h>
+
+#include <cmath>
+#include <string>
+
+#include "sim/scenario/scenario.h"
+
+namespace lacuna::scenario {
+
+// Upper bounds that keep downstream int64 arithmetic (bytes, FLOPs, token
+// counts, products of these) far from overflow.
+struct Limits {
+  static constexpr int64_t kLayers = 100'000;
+  static constexpr int64_t kHidden = 1'000'000;
+  static constexpr int64_t kHeads = 100'000;
+  static constexpr int64_t kFfn = 10'000'000;
+  static constexpr int64_t kVocab = 100'000'000;
+  static constexpr int64_t kSeq = 100'000'000;
+  static constexpr int64_t kGpus = 1'000'000;
+  static constexpr int64_t kBatch = 100'000'000;
+  static constexpr int64_t kVirtualStages = 100'000;
+  static constexpr int64_t kGpusPerNode = 64;
+  static constexpr int64_t kSms = 10'000;
+  // micro_batch × seq_length × hidden_size: one microbatch's activation tensor.
+  static constexpr int64_t kActivationElements = int64_t{1} << 50;
+  // Estimated ops per pipeline rank (microbatches × layers per rank × ~60).
+  static constexpr double kOpsPerRank = 5e6;
+  static constexpr double kOpsPerLayerMicrobatch = 60;
+};
+
+class Checker {
+ public:
+  explicit Checker(const SourceMap& locations) : m_(locations) {}
+
+  [[noreturn]] void fail(const std::string& path, const std::string& what, const std::string& fix) const {
+    throw Error(m_.locate(path), what, fix);
+  }
+
+  void count(const std::string& path, int64_t value, int64_t max, const std::string& fix_if_zero = {}) const {
+    if (value <= 0)
+      fail(path, "must be a positive integer, got " + std::to_string(value),
+           fix_if_zero.empty() ? "set it to at least 1" : fix_if_zero);
+    if (value > max)
+      fail(path, std::to_string(value) + " is above the supported maximum " + std::to_string(max),
+           "use a realistic value (at most " + std::to_string(max) + ")");
+  }
+
+  // (0, max] when !allow_zero, [0, max] otherwise; NaN and infinities rejected.
+  void real(const std::string& path, double value, double max, bool allow_zero) const {
+    if (!std::isfinite(value)) fail(path, "must be a finite number", "write a plain number");
+    if (allow_zero ? value < 0 : value <= 0)
+      fail(path, std::string("must be ") + (allow_zero ? "≥ 0" : "> 0") + ", got " + fmt(value),
+           allow_zero ? "use 0 or a positive value" : "use a positive value");
+    if (value > max) fail(path, fmt(value) + " is above the supported maximum " + fmt(max), "use a realistic value");
+  }
+
+  void fraction(const std::string& path, double value) const {
+    if (!std::isfinite(value) || value <= 0 || value > 1)
+      fail(path, "must be in (0, 1] (achieved / peak), got " + fmt(value), "use a fraction such as 0.8");
+  }
+
+  template <class E>
+  void enumeration(const std::string& path, E value) const {
+    const auto* d = google::protobuf::GetEnumDescriptor<E>();
+    const auto* v = d->FindValueByNumber(static_cast<int>(value));
+    if (v && v->name().find("UNSPECIFIED") == std::string::npos) return;
+    std::string valid;
+    for (int i = 0; i < d->value_count(); ++i) {
+      if (d->value(i)->name().find("UNSPECIFIED") != std::string::npos) continue;
+      valid += (valid.empty() ? "" : ", ") + d->value(i)->name();
+    }
+    fail(path, v ? "is not set" : "has no value " + std::to_string(static_cast<int>(value)),
+         "set it to one of " + valid);
+  }
+
+  static std::string fmt(double v) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%g", v);
+    return buf;
+  }
+
+ private:
+  const SourceMap& m_;
+};
+
+// Section passes, in the order validate_scenario runs them.
+void validate_model(const Scenario& spec, const Checker& c);
+void validate_training(const Scenario& spec, const Checker& c);
+void validate_cluster(const Scenario& spec, const Checker& c);
+void validate_parallel(const Scenario& spec, const Checker& c);
+void validate_consistency(const Scenario& spec, const Checker& c);
+
+}  // namespace lacuna::scenario

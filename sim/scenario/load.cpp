@@ -1,0 +1,77 @@
+#include <filesystem>
+#include <fstream>
+
+#include "sim/scenario/parse.h"
+#include "sim/scenario/resolve.h"
+
+namespace lacuna::scenario {
+
+namespace {
+
+// Far above any real scenario; keeps a wrong path (a dataset, a binary) from
+// being read into memory whole.
+constexpr std::uintmax_t kMaxFileBytes = 16u << 20;
+
+bool only_whitespace_or_comments(std::string_view text, Format format) {
+  bool in_comment = false;
+  for (char ch : text) {
+    if (in_comment) {
+      in_comment = ch != '\n';
+      continue;
+    }
+    if (format == Format::kText && ch == '#') {
+      in_comment = true;
+      continue;
+    }
+    if (ch != ' ' && ch != '\t' && ch != '\n' && ch != '\r') return false;
+  }
+  return true;
+}
+
+bool has_json_extension(const std::string& path) {
+  auto ext = std::filesystem::path(path).extension().string();
+  for (auto& ch : ext) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return ext == ".json";
+}
+
+}  // namespace
+
+LoadedScenario parse_scenario(std::string_view text, Format format, const std::string& display_name) {
+  LoadedScenario out;
+  out.path = display_name;
+  out.locations.set_file(display_name);
+  if (only_whitespace_or_comments(text, format))
+    throw Error(SourceLocation{display_name, 0, 0, {}}, "the scenario file is empty",
+                "start from scenarios/llm/gpt-1.3b-8gpu.pbtxt; see docs/scenario.md");
+  check_utf8(text, out.locations);
+  Scenario raw = format == Format::kJson ? parse_json_format(text, out.locations)
+                                         : parse_text_format(text, out.locations);
+  out.spec = raw;
+  *out.spec.mutable_cluster() = resolve_cluster(raw.cluster(), out.locations);
+  validate_scenario(out.spec, out.locations);
+  return out;
+}
+
+LoadedScenario load_scenario(const std::string& path) {
+  namespace fs = std::filesystem;
+  const SourceLocation where{path, 0, 0, {}};
+  std::error_code ec;
+  const auto status = fs::status(path, ec);
+  if (ec || !fs::exists(status))
+    throw Error(where, "scenario file not found", "check the path (relative paths start at the current directory)");
+  if (!fs::is_regular_file(status)) throw Error(where, "not a regular file", "give the path of a .pbtxt or .json file");
+  const auto size = fs::file_size(path, ec);
+  if (ec) throw Error(where, "cannot read the file size: " + ec.message(), "check the file's permissions");
+  if (size > kMaxFileBytes)
+    throw Error(where, "the file is " + std::to_string(size) + " bytes, above the 16 MiB a scenario may have",
+                "check that this is a scenario file");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(where, "cannot open the file", "check the file's permissions");
+  std::string text(static_cast<size_t>(size), '\0');
+  in.read(text.data(), static_cast<std::streamsize>(size));
+  if (in.gcount() != static_cast<std::streamsize>(size))
+    throw Error(where, "cannot read the file", "check the file's permissions");
+  return parse_scenario(text, has_json_extension(path) ? Format::kJson : Format::kText, path);
+}
+
+}  // namespace lacuna::scenario

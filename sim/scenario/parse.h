@@ -1,0 +1,19 @@
+// The two file syntaxes, before presets and validation: text format and JSON
+// into a raw Scenario plus the location of every field written.
+#pragma once
+
+#include <string_view>
+
+#include "sim/scenario/scenario.h"
+
+namespace lacuna::scenario {
+
+// Both throw lacuna::Error with line:column for syntax errors, unknown fields
+// and wrongly typed values. `locations` must already carry the file name.
+Scenario parse_text_format(std::string_view text, SourceMap& locations);
+Scenario parse_json_format(std::string_view text, SourceMap& locations);
+
+// Rejects text that is not UTF-8, naming the line and column of the first bad byte.
+void check_utf8(std::string_view text, const SourceMap& locations);
+
+}  // namespace lacuna::scenario

@@ -1,0 +1,181 @@
+// Built-in hardware presets. One set of figures per GPU kind, never tuned per
+// scenario. Sources (see docs/scenario.md and
+// shared/reference/models-and-hardware.md):
+//  [DS]   NVIDIA datasheets, dense (no sparsity) tensor-core peaks (§2).
+//  [MEAS] single-node measurements: H100 8192³ bf16 GEMM ≈798 TFLOP/s, copy
+//         ≈3.0 TB/s; H200 GEMM 769–798 TFLOP/s, copy ≈4.3 TB/s (§2).
+//  [NCCL] nccl-tests bus bandwidths (§3): 8×A100 ring all-reduce ≈230 GB/s of
+//         300; 8×H100 ring ≈365–370 of 450; HDR NIC ≈24 of 25 GB/s; NDR NIC
+//         46–49 of 50 GB/s. Per-hop latencies from NCCL's tuning.cc: NVLink
+//         Ring/Tree LL 0.6 µs, network Ring LL 2.7 µs.
+// HBM capacity: the marketed "80 GB" / "141 GB" is stored as GiB (an A100 80GB
+// reports 81920 MiB = 80 GiB); the difference is below the uncertainty of what
+// the CUDA context and allocator leave usable.
+#include <google/protobuf/text_format.h>
+
+#include <map>
+
+#include "sim/scenario/scenario.h"
+
+namespace lacuna::scenario {
+
+namespace {
+
+// Efficiency = achieved / peak. Memory-bound classes only set `memory`; their
+// `flops` falls back to DEFAULT (their FLOPs are negligible).
+constexpr const char* kA100 = R"pb(
+  preset: "a100-80gb-sxm"
+  gpu {
+    name: "NVIDIA A100-SXM4-80GB"
+    peak_bf16_tflops: 312   # [DS]
+    peak_fp16_tflops: 312   # [DS]
+    peak_tf32_tflops: 156   # [DS]; no FP8 on Ampere: peak_fp8_tflops unset
+    peak_fp32_tflops: 19.5  # [DS] (CUDA cores)
+    hbm_bandwidth_gb_per_s: 2039  # [DS] 2.04 TB/s HBM2e
+    hbm_capacity_gib: 80
+    num_sms: 108
+    # Large bf16 GEMMs reach ≈240–250 of 312 TFLOP/s on A100.
+    efficiency { key: "GEMM" value { flops: 0.78 memory: 0.8 } }
+    # FlashAttention-2 forward ≈0.5–0.6 of peak on A100.
+    efficiency { key: "ATTENTION" value { flops: 0.55 memory: 0.8 } }
+    # Memory-bound kernels: 0.7–0.85 of HBM bandwidth; reductions (norms,
+    # softmax/cross-entropy) at the low end, streaming element-wise at the top.
+    efficiency { key: "LAYERNORM" value { memory: 0.75 } }
+    efficiency { key: "RMSNORM" value { memory: 0.75 } }
+    efficiency { key: "GELU" value { memory: 0.8 } }
+    efficiency { key: "SWIGLU" value { memory: 0.8 } }
+    efficiency { key: "RESIDUAL_ADD" value { memory: 0.85 } }
+    # Row gather/scatter-add with irregular access.
+    efficiency { key: "EMBEDDING" value { memory: 0.6 } }
+    efficiency { key: "CROSS_ENTROPY" value { memory: 0.7 } }
+    # Fused multi-tensor Adam streams params, grads and two moments.
+    efficiency { key: "OPTIMIZER" value { memory: 0.8 } }
+    efficiency { key: "ELEMENTWISE" value { memory: 0.8 } }
+    efficiency { key: "DEFAULT" value { flops: 0.5 memory: 0.7 } }
+    # Launch + ramp of back-to-back kernels, a few µs; Ampere's is the slower.
+    kernel_overhead_us: 4
+  }
+  gpus_per_node: 8
+  nvlink { bandwidth_gb_per_s: 300 latency_us: 0.6 efficiency: 0.77 }  # [NCCL] 230/300
+  nvls: false
+  nic { bandwidth_gb_per_s: 25 latency_us: 2.7 efficiency: 0.96 }  # [NCCL] HDR 200 Gb/s, 24/25
+  nics_per_node: 8
+  topology: RAIL_OPTIMIZED
+)pb";
+
+// Hopper compute efficiencies, shared by H100 and H200 (same SMs and clocks).
+constexpr const char* kHopperEfficiency = R"pb(
+    # 8192³ bf16 GEMM measured ≈798 of 989 TFLOP/s [MEAS] (H200 769–798).
+    efficiency { key: "GEMM" value { flops: 0.8 memory: 0.85 } }
+    # FA2 ≈0.35 of Hopper peak, FA3/cuDNN fused attention ≈0.6–0.75: 0.5 between.
+    efficiency { key: "ATTENTION" value { flops: 0.5 memory: 0.85 } }
+    # Copy reaches ≈0.9 of HBM [MEAS]; real kernels 0.7–0.85.
+    efficiency { key: "LAYERNORM" value { memory: 0.75 } }
+    efficiency { key: "RMSNORM" value { memory: 0.75 } }
+    efficiency { key: "GELU" value { memory: 0.8 } }
+    efficiency { key: "SWIGLU" value { memory: 0.8 } }
+    efficiency { key: "RESIDUAL_ADD" value { memory: 0.85 } }
+    efficiency { key: "EMBEDDING" value { memory: 0.6 } }
+    efficiency { key: "CROSS_ENTROPY" value { memory: 0.7 } }
+    efficiency { key: "OPTIMIZER" value { memory: 0.8 } }
+    efficiency { key: "ELEMENTWISE" value { memory: 0.8 } }
+    efficiency { key: "DEFAULT" value { flops: 0.5 memory: 0.7 } }
+    # Hopper launches and ramps faster than Ampere: 3 µs.
+    kernel_overhead_us: 3
+)pb";
+
+// NVLink 4 through NVSwitch gen3 with SHARP; 8 × 400 Gb/s NDR NICs.
+constexpr const char* kHopperNode = R"pb(
+  gpus_per_node: 8
+  nvlink { bandwidth_gb_per_s: 450 latency_us: 0.6 efficiency: 0.82 }  # [NCCL] ≈370/450
+  nvls: true
+  nic { bandwidth_gb_per_s: 50 latency_us: 2.7 efficiency: 0.95 }  # [NCCL] NDR, 46–49 of 50
+  nics_per_node: 8
+  topology: RAIL_OPTIMIZED
+)pb";
+
+constexpr const char* kH100 = R"pb(
+  preset: "h100-sxm"
+  gpu {
+    name: "NVIDIA H100 80GB HBM3"
+    peak_bf16_tflops: 989   # [DS]
+    peak_fp16_tflops: 989   # [DS]
+    peak_fp8_tflops: 1979   # [DS]
+    peak_tf32_tflops: 495   # [DS]
+    peak_fp32_tflops: 67    # [DS] (CUDA cores)
+    hbm_bandwidth_gb_per_s: 3350  # [DS] 3.35 TB/s HBM3
+    hbm_capacity_gib: 80
+    num_sms: 132
+)pb";
+
+constexpr const char* kH200 = R"pb(
+  preset: "h200-sxm"
+  gpu {
+    name: "NVIDIA H200"
+    peak_bf16_tflops: 989   # [DS] same die as H100
+    peak_fp16_tflops: 989
+    peak_fp8_tflops: 1979
+    peak_tf32_tflops: 495
+    peak_fp32_tflops: 67
+    hbm_bandwidth_gb_per_s: 4800  # [DS] 4.8 TB/s HBM3e
+    hbm_capacity_gib: 141
+    num_sms: 132
+)pb";
+
+// Hopper presets: the GPU block is left open for the shared efficiencies.
+std::string hopper(const char* gpu) { return std::string(gpu) + kHopperEfficiency + "}" + kHopperNode; }
+
+Cluster parse_preset(const std::string& text) {
+  Cluster c;
+  // Embedded and covered by tests: a failure here is a programming error.
+  if (!google::protobuf::TextFormat::ParseFromString(text, &c)) throw std::logic_error("bad built-in preset");
+  return c;
+}
+
+const std::map<std::string, Cluster>& presets() {
+  static const std::map<std::string, Cluster> table = {
+      {"a100-80gb-sxm", parse_preset(kA100)},
+      {"h100-sxm", parse_preset(hopper(kH100))},
+      {"h200-sxm", parse_preset(hopper(kH200))},
+  };
+  return table;
+}
+
+}  // namespace
+
+std::vector<std::string> hardware_preset_names() {
+  std::vector<std::string> names;
+  for (const auto& [name, cluster] : presets()) names.push_back(name);
+  return names;
+}
+
+const Cluster& hardware_preset(const std::string& name) {
+  const auto& table = presets();
+  if (auto it = table.find(name); it != table.end()) return it->second;
+  std::string valid;
+  for (const auto& n : hardware_preset_names()) valid += (valid.empty() ? "" : ", ") + ("\"" + n + "\"");
+  throw Error(SourceLocation{{}, 0, 0, "cluster.preset"}, "unknown hardware preset \"" + name + "\"",
+              "use one of " + valid + ", or leave preset empty and give every cluster field");
+}
+
+double peak_flops_per_s(const GpuSpec& gpu, Precision precision) {
+  auto need = [&](bool has, double tflops, const char* field) {
+    if (!has)
+      throw Error(SourceLocation{{}, 0, 0, std::string("cluster.gpu.") + field},
+                  std::string("the GPU has no ") + field + " (precision " + Precision_Name(precision) +
+                      " not supported)",
+                  std::string("set cluster.gpu.") + field + " or choose another precision");
+    return tflops * 1e12;
+  };
+  switch (precision) {
+    case BF16: return need(gpu.has_peak_bf16_tflops(), gpu.peak_bf16_tflops(), "peak_bf16_tflops");
+    case FP16: return need(gpu.has_peak_fp16_tflops(), gpu.peak_fp16_tflops(), "peak_fp16_tflops");
+    case FP8: return need(gpu.has_peak_fp8_tflops(), gpu.peak_fp8_tflops(), "peak_fp8_tflops");
+    default:
+      throw Error(SourceLocation{{}, 0, 0, "training.precision"},
+                  "precision " + std::to_string(static_cast<int>(precision)) + " has no peak FLOP/s",
+                  "use BF16, FP16 or FP8");
+  }
+}
+
+}  // namespace lacuna::scenario

@@ -1,0 +1,36 @@
+#include "sim/scenario/parse.h"
+
+namespace lacuna::scenario {
+
+void check_utf8(std::string_view text, const SourceMap& locations) {
+  int line = 1;
+  size_t line_start = 0;
+  for (size_t i = 0; i < text.size();) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c == '\n') {
+      ++line;
+      line_start = i + 1;
+    }
+    size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    bool ok = len > 0 && i + len <= text.size();
+    for (size_t k = 1; ok && k < len; ++k) ok = (static_cast<unsigned char>(text[i + k]) >> 6) == 0x2;
+    // Overlong forms and surrogates are invalid too.
+    if (ok && len == 2) ok = c >= 0xC2;
+    if (ok && len == 3) {
+      const auto c1 = static_cast<unsigned char>(text[i + 1]);
+      ok = !(c == 0xE0 && c1 < 0xA0) && !(c == 0xED && c1 >= 0xA0);
+    }
+    if (ok && len == 4) {
+      const auto c1 = static_cast<unsigned char>(text[i + 1]);
+      ok = c <= 0xF4 && !(c == 0xF0 && c1 < 0x90) && !(c == 0xF4 && c1 >= 0x90);
+    }
+    if (!ok || c == 0) {
+      throw Error(SourceLocation{locations.file(), line, static_cast<int>(i - line_start) + 1, {}},
+                  c == 0 ? "the file contains a NUL byte" : "the file is not valid UTF-8 text",
+                  "save the scenario as UTF-8 text");
+    }
+    i += len;
+  }
+}
+
+}  // namespace lacuna::scenario

@@ -1,0 +1,17 @@
+#include "sim/scenario/checks.h"
+
+namespace lacuna::scenario {
+
+// Sections first, each on its own (every field present and in range), then the
+// rules that tie sections together; the first problem found is reported, so the
+// order is fixed.
+void validate_scenario(const Scenario& spec, const SourceMap& locations) {
+  const Checker c(locations);
+  validate_model(spec, c);
+  validate_training(spec, c);
+  validate_cluster(spec, c);
+  validate_parallel(spec, c);
+  validate_consistency(spec, c);
+}
+
+}  // namespace lacuna::scenario

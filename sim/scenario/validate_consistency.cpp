@@ -1,0 +1,194 @@
+// Rules that tie model, cluster, plan, schedule and batch together. Every
+// section has been range-checked first, so products below cannot overflow
+// unless stated (the GPU product uses 128-bit arithmetic).
+#include "sim/scenario/checks.h"
+
+namespace lacuna::scenario {
+
+namespace {
+
+std::string s(int64_t v) { return std::to_string(v); }
+
+std::string divisors_hint(int64_t n) {
+  std::string out;
+  int shown = 0;
+  for (int64_t d = 1; d <= n && shown < 6; ++d)
+    if (n % d == 0) out += (shown++ ? ", " : "") + s(d);
+  return out;
+}
+
+void check_tensor_and_context(const Scenario& spec, const Checker& c) {
+  const auto& m = spec.model().llm();
+  const auto& p = spec.parallel();
+  const int64_t tp = p.tp();
+  if (m.num_attention_heads() % tp != 0)
+    c.fail("parallel.tp", "tp=" + s(tp) + " must divide attention heads (" + s(m.num_attention_heads()) + ")",
+           "choose tp among the divisors of " + s(m.num_attention_heads()) + " (" +
+               divisors_hint(m.num_attention_heads()) + ", ...)");
+  if (m.num_kv_heads() % tp != 0)
+    c.fail("parallel.tp", "tp=" + s(tp) + " must divide kv heads (" + s(m.num_kv_heads()) + ")",
+           "choose tp among the divisors of " + s(m.num_kv_heads()) + " (" + divisors_hint(m.num_kv_heads()) +
+               ", ...)");
+  if (m.ffn_hidden_size() % tp != 0)
+    c.fail("parallel.tp", "tp=" + s(tp) + " must divide ffn_hidden_size (" + s(m.ffn_hidden_size()) + ")",
+           "choose tp dividing " + s(m.ffn_hidden_size()));
+  if (p.sequence_parallel() && tp == 1)
+    c.fail("parallel.sequence_parallel", "sequence_parallel needs tp > 1",
+           "set sequence_parallel: false, or tp ≥ 2");
+  const int64_t cp = p.cp();
+  if (cp > 1 && m.seq_length() % (2 * cp) != 0)
+    c.fail("parallel.cp",
+           "seq_length " + s(m.seq_length()) + " must be divisible by 2 × cp = " + s(2 * cp) +
+               " (load-balanced causal context parallelism gives each CP rank two chunks)",
+           "choose cp so that 2·cp divides " + s(m.seq_length()));
+  if (p.sequence_parallel() && (m.seq_length() / cp) % tp != 0)
+    c.fail("parallel.sequence_parallel",
+           "sequence parallelism splits the " + s(m.seq_length() / cp) + " tokens per CP rank over tp=" + s(tp) +
+               ", which does not divide them",
+           "choose seq_length, cp and tp so that seq_length / cp is a multiple of tp");
+}
+
+void check_world_and_batch(const Scenario& spec, const Checker& c) {
+  const auto& p = spec.parallel();
+  const __int128 product = static_cast<__int128>(p.tp()) * p.cp() * p.pp() * p.dp();
+  const int64_t gpus = num_gpus(spec);
+  if (product != gpus) {
+    const std::string shown = product > Limits::kGpus * int64_t{1000} ? "more than 10^9" : s(static_cast<int64_t>(product));
+    const int64_t other = p.tp() * p.cp() * p.pp();  // each ≤ 10^6 only if product is small; guard below
+    std::string fix = "make tp·cp·pp·dp equal " + s(gpus) + ", or change cluster.num_nodes";
+    if (product <= Limits::kGpus * int64_t{1000} && gpus % other == 0)
+      fix = "set dp: " + s(gpus / other) + " (= " + s(gpus) + " / (tp·cp·pp)), or change cluster.num_nodes";
+    c.fail("parallel.dp", "tp×cp×pp×dp = " + shown + " but the cluster has " + s(gpus) + " GPUs", fix);
+  }
+  const auto& t = spec.training();
+  const int64_t per_step = t.micro_batch() * p.dp();
+  if (t.global_batch() % per_step != 0) {
+    const int64_t lo = t.global_batch() / per_step * per_step;
+    std::string fix = "use a multiple of " + s(per_step) + " (e.g. " + (lo > 0 ? s(lo) + " or " : "") +
+                      s(lo + per_step) + ")";
+    c.fail("training.global_batch",
+           "global_batch " + s(t.global_batch()) + " is not a multiple of micro_batch × dp (" + s(t.micro_batch()) +
+               " × " + s(p.dp()) + ")",
+           fix);
+  }
+}
+
+void check_layers(const Scenario& spec, const Checker& c) {
+  const auto& p = spec.parallel();
+  const int64_t layers = spec.model().llm().num_layers();
+  const int64_t stages = p.pp() * p.virtual_stages();
+  if (p.layers_per_stage().empty()) {
+    if (layers % stages != 0)
+      c.fail(p.virtual_stages() > 1 ? "parallel.virtual_stages" : "parallel.pp",
+             "num_layers " + s(layers) + " is not divisible by pp × virtual_stages (" + s(p.pp()) + " × " +
+                 s(p.virtual_stages()) + " = " + s(stages) + ")",
+             "choose pp and virtual_stages whose product divides " + s(layers) +
+                 ", or list the layers of each virtual stage in parallel.layers_per_stage");
+    return;
+  }
+  if (p.layers_per_stage_size() != stages)
+    c.fail("parallel.layers_per_stage",
+           "has " + s(p.layers_per_stage_size()) + " entries but pp × virtual_stages = " + s(stages),
+           "give exactly one layer count per virtual stage, in pipeline order");
+  int64_t sum = 0;
+  for (int i = 0; i < p.layers_per_stage_size(); ++i) {
+    const int64_t n = p.layers_per_stage(i);
+    if (n < 1 || n > layers)
+      c.fail("parallel.layers_per_stage[" + s(i) + "]", "must be between 1 and num_layers (" + s(layers) + "), got " + s(n),
+             "every virtual stage needs at least one layer");
+    sum += n;
+  }
+  if (sum != layers)
+    c.fail("parallel.layers_per_stage", "sums to " + s(sum) + " but num_layers is " + s(layers),
+           "make the entries add up to " + s(layers));
+}
+
+void check_schedule(const Scenario& spec, const Checker& c) {
+  const auto& p = spec.parallel();
+  const auto kind = spec.schedule().kind();
+  const std::string name = ScheduleKind_Name(kind);
+  const int64_t v = p.virtual_stages();
+  if (kind == INTERLEAVED_1F1B) {
+    if (p.pp() < 2)
+      c.fail("schedule.kind", "INTERLEAVED_1F1B needs pp ≥ 2 (pp is " + s(p.pp()) + ")",
+             "use ONE_F_ONE_B with virtual_stages: 1 when pp is 1");
+    if (v < 2)
+      c.fail("parallel.virtual_stages", "INTERLEAVED_1F1B needs virtual_stages ≥ 2, got " + s(v),
+             "set virtual_stages to the model chunks per pipeline rank (≥ 2), or use ONE_F_ONE_B");
+    const int64_t m = num_microbatches(spec);
+    if (m % p.pp() != 0)
+      c.fail("training.global_batch",
+             "INTERLEAVED_1F1B needs the microbatches per pipeline (global_batch / (micro_batch × dp) = " + s(m) +
+                 ") to be a multiple of pp (" + s(p.pp()) + ")",
+             "as Megatron-LM requires: change global_batch, micro_batch or dp so that it is");
+    return;
+  }
+  if (v != 1) {
+    if (kind == ZB_H1)
+      c.fail("parallel.virtual_stages",
+             "ZB_H1 runs one model chunk per pipeline rank; virtual_stages is " + s(v),
+             "set virtual_stages: 1, or use INTERLEAVED_1F1B for model chunks");
+    c.fail("parallel.virtual_stages", name + " needs virtual_stages = 1, got " + s(v),
+           "set virtual_stages: 1, or use INTERLEAVED_1F1B");
+  }
+}
+
+void check_precision(const Scenario& spec, const Checker& c) {
+  const auto& g = spec.cluster().gpu();
+  const auto prec = spec.training().precision();
+  bool has = false;
+  std::string field;
+  switch (prec) {
+    case BF16: has = g.has_peak_bf16_tflops(); field = "peak_bf16_tflops"; break;
+    case FP16: has = g.has_peak_fp16_tflops(); field = "peak_fp16_tflops"; break;
+    case FP8: has = g.has_peak_fp8_tflops(); field = "peak_fp8_tflops"; break;
+    default: return;  // rejected by validate_training
+  }
+  if (has) return;
+  const auto& preset = spec.cluster().preset();
+  if (!preset.empty())
+    c.fail("training.precision",
+           "precision " + Precision_Name(prec) + " is not supported by the GPU of preset \"" + preset +
+               "\" (it has no " + field + ")",
+           prec == FP8 ? "use BF16 (FP8 needs Hopper: preset \"h100-sxm\" or \"h200-sxm\")" : "use BF16");
+  c.fail("cluster.gpu." + field, "is not set (needed by precision " + Precision_Name(prec) + ")",
+         "set it or use preset: \"h100-sxm\"");
+}
+
+void check_size(const Scenario& spec, const Checker& c) {
+  const auto& m = spec.model().llm();
+  const __int128 elements = static_cast<__int128>(spec.training().micro_batch()) * m.seq_length() * m.hidden_size();
+  if (elements > Limits::kActivationElements)
+    c.fail("training.micro_batch",
+           "one microbatch's activations (micro_batch × seq_length × hidden_size) exceed 2^50 elements",
+           "reduce micro_batch or seq_length");
+  const auto stages = layers_per_virtual_stage(spec);
+  const int64_t pp = spec.parallel().pp();
+  int64_t most = 0;
+  for (int64_t r = 0; r < pp; ++r) {
+    int64_t n = 0;
+    for (size_t k = static_cast<size_t>(r); k < stages.size(); k += static_cast<size_t>(pp)) n += stages[k];
+    most = std::max(most, n);
+  }
+  const int64_t mb = num_microbatches(spec);
+  const double ops = static_cast<double>(mb) * static_cast<double>(most) * Limits::kOpsPerLayerMicrobatch;
+  if (ops > Limits::kOpsPerRank)
+    c.fail("training.global_batch",
+           "the program would hold about " + Checker::fmt(ops) + " ops per pipeline rank (" + s(mb) +
+               " microbatches × " + s(most) + " layers × ~60), above the supported " +
+               Checker::fmt(Limits::kOpsPerRank),
+           "reduce global_batch (or raise micro_batch or dp), or use more pipeline stages");
+}
+
+}  // namespace
+
+void validate_consistency(const Scenario& spec, const Checker& c) {
+  check_tensor_and_context(spec, c);
+  check_world_and_batch(spec, c);
+  check_layers(spec, c);
+  check_schedule(spec, c);
+  check_precision(spec, c);
+  check_size(spec, c);
+}
+
+}  // namespace lacuna::scenario

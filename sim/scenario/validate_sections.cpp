@@ -1,0 +1,173 @@
+// Field-level rules of each section: presence, enum values, ranges.
+#include <algorithm>
+#include <functional>
+
+#include "sim/proto/program.pb.h"
+#include "sim/scenario/checks.h"
+
+namespace lacuna::scenario {
+
+void validate_model(const Scenario& spec, const Checker& c) {
+  if (!spec.has_model() || !spec.model().has_llm())
+    c.fail("model.llm", "the scenario has no model.llm", "add model { llm { num_layers: ... hidden_size: ... } }");
+  const auto& m = spec.model().llm();
+  const std::string p = "model.llm.";
+  c.count(p + "num_layers", m.num_layers(), Limits::kLayers);
+  c.count(p + "hidden_size", m.hidden_size(), Limits::kHidden);
+  c.count(p + "num_attention_heads", m.num_attention_heads(), Limits::kHeads);
+  c.count(p + "num_kv_heads", m.num_kv_heads(), Limits::kHeads,
+          "set it equal to num_attention_heads for multi-head attention, lower for grouped-query attention");
+  c.count(p + "ffn_hidden_size", m.ffn_hidden_size(), Limits::kFfn);
+  c.count(p + "vocab_size", m.vocab_size(), Limits::kVocab);
+  c.count(p + "seq_length", m.seq_length(), Limits::kSeq);
+  c.enumeration(p + "activation", m.activation());
+  c.enumeration(p + "norm", m.norm());
+  if (m.num_attention_heads() % m.num_kv_heads() != 0)
+    c.fail(p + "num_kv_heads",
+           "num_kv_heads " + std::to_string(m.num_kv_heads()) + " must divide num_attention_heads " +
+               std::to_string(m.num_attention_heads()),
+           "use a divisor of " + std::to_string(m.num_attention_heads()));
+  if (m.hidden_size() % m.num_attention_heads() != 0)
+    c.fail(p + "num_attention_heads",
+           "num_attention_heads " + std::to_string(m.num_attention_heads()) + " must divide hidden_size " +
+               std::to_string(m.hidden_size()),
+           "choose heads so that hidden_size / heads is the head dimension (e.g. 128)");
+}
+
+void validate_training(const Scenario& spec, const Checker& c) {
+  const auto& t = spec.training();
+  c.count("training.global_batch", t.global_batch(), Limits::kBatch);
+  c.count("training.micro_batch", t.micro_batch(), Limits::kBatch);
+  c.enumeration("training.precision", t.precision());
+}
+
+namespace {
+
+void check_link(const Checker& c, const LinkSpec& link, const std::string& p,
+                const std::function<void(const std::string&, bool)>& need) {
+  need(p + ".bandwidth_gb_per_s", link.has_bandwidth_gb_per_s());
+  need(p + ".latency_us", link.has_latency_us());
+  need(p + ".efficiency", link.has_efficiency());
+  c.real(p + ".bandwidth_gb_per_s", link.bandwidth_gb_per_s(), 1e6, false);
+  c.real(p + ".latency_us", link.latency_us(), 1e6, true);
+  c.fraction(p + ".efficiency", link.efficiency());
+}
+
+bool valid_op_class_key(const std::string& key) {
+  if (key == "DEFAULT") return true;
+  ir::OpClass v;
+  return ir::OpClass_Parse(key, &v) && v != ir::OP_CLASS_UNSPECIFIED;
+}
+
+std::string op_class_keys() {
+  std::string out;
+  const auto* d = ir::OpClass_descriptor();
+  for (int i = 0; i < d->value_count(); ++i)
+    if (d->value(i)->number() != 0) out += d->value(i)->name() + ", ";
+  return out + "DEFAULT";
+}
+
+}  // namespace
+
+void validate_cluster(const Scenario& spec, const Checker& c) {
+  const auto& cl = spec.cluster();
+  const auto& g = cl.gpu();
+  const bool preset = !cl.preset().empty();
+  auto need = [&](const std::string& path, bool has) {
+    if (has) return;
+    if (path == "cluster.num_nodes")
+      c.fail(path, "is not set", "set cluster.num_nodes: a preset describes one node, not how many there are");
+    c.fail(path, "is not set", preset ? "set it" : "set it or use preset: \"h100-sxm\"");
+  };
+
+  need("cluster.num_nodes", cl.has_num_nodes());
+  need("cluster.gpus_per_node", cl.has_gpus_per_node());
+  c.count("cluster.num_nodes", cl.num_nodes(), Limits::kGpus);
+  c.count("cluster.gpus_per_node", cl.gpus_per_node(), Limits::kGpusPerNode);
+  if (cl.num_nodes() * cl.gpus_per_node() > Limits::kGpus)
+    c.fail("cluster.num_nodes",
+           "the cluster has " + std::to_string(cl.num_nodes() * cl.gpus_per_node()) +
+               " GPUs, above the supported maximum " + std::to_string(Limits::kGpus),
+           "use fewer nodes");
+
+  // Peaks: the one the precision needs is checked with the plan; any given must be sane.
+  const std::pair<const char*, std::pair<bool, double>> peaks[] = {
+      {"peak_bf16_tflops", {g.has_peak_bf16_tflops(), g.peak_bf16_tflops()}},
+      {"peak_fp16_tflops", {g.has_peak_fp16_tflops(), g.peak_fp16_tflops()}},
+      {"peak_fp8_tflops", {g.has_peak_fp8_tflops(), g.peak_fp8_tflops()}},
+      {"peak_tf32_tflops", {g.has_peak_tf32_tflops(), g.peak_tf32_tflops()}},
+      {"peak_fp32_tflops", {g.has_peak_fp32_tflops(), g.peak_fp32_tflops()}},
+  };
+  for (const auto& [name, v] : peaks)
+    if (v.first) c.real(std::string("cluster.gpu.") + name, v.second, 1e5, false);
+
+  need("cluster.gpu.hbm_bandwidth_gb_per_s", g.has_hbm_bandwidth_gb_per_s());
+  c.real("cluster.gpu.hbm_bandwidth_gb_per_s", g.hbm_bandwidth_gb_per_s(), 1e6, false);
+  need("cluster.gpu.hbm_capacity_gib", g.has_hbm_capacity_gib());
+  c.real("cluster.gpu.hbm_capacity_gib", g.hbm_capacity_gib(), 1e5, false);
+  need("cluster.gpu.num_sms", g.has_num_sms());
+  c.count("cluster.gpu.num_sms", g.num_sms(), Limits::kSms);
+  need("cluster.gpu.kernel_overhead_us", g.has_kernel_overhead_us());
+  c.real("cluster.gpu.kernel_overhead_us", g.kernel_overhead_us(), 1e6, true);
+
+  // Map order is unspecified: check keys sorted so the first error is stable.
+  std::map<std::string, const Efficiency*> eff;
+  for (const auto& [k, v] : g.efficiency()) eff.emplace(k, &v);
+  for (const auto& [k, v] : eff) {
+    const std::string p = "cluster.gpu.efficiency[" + k + "]";
+    if (!valid_op_class_key(k)) c.fail(p, "\"" + k + "\" is not an op class", "use one of " + op_class_keys());
+    if (v->has_flops()) c.fraction(p + ".flops", v->flops());
+    if (v->has_memory()) c.fraction(p + ".memory", v->memory());
+  }
+  const auto def = eff.find("DEFAULT");
+  need("cluster.gpu.efficiency[DEFAULT]", def != eff.end());
+  need("cluster.gpu.efficiency[DEFAULT].flops", def->second->has_flops());
+  need("cluster.gpu.efficiency[DEFAULT].memory", def->second->has_memory());
+
+  check_link(c, cl.nvlink(), "cluster.nvlink", need);
+  need("cluster.nvls", cl.has_nvls());
+  check_link(c, cl.nic(), "cluster.nic", need);
+  need("cluster.nics_per_node", cl.has_nics_per_node());
+  c.count("cluster.nics_per_node", cl.nics_per_node(), Limits::kGpusPerNode);
+  need("cluster.topology", cl.has_topology());
+  c.enumeration("cluster.topology", cl.topology());
+}
+
+namespace {
+
+void check_rank_order(const ParallelPlan& p, const Checker& c) {
+  if (p.rank_order().empty()) return;  // Megatron-LM's default tp-cp-dp-pp
+  std::vector<std::string> parts;
+  std::string cur;
+  for (char ch : p.rank_order() + "-") {
+    if (ch != '-') {
+      cur += ch;
+      continue;
+    }
+    parts.push_back(cur);
+    cur.clear();
+  }
+  std::vector<std::string> want = {"cp", "dp", "pp", "tp"};
+  auto sorted = parts;
+  std::sort(sorted.begin(), sorted.end());
+  if (sorted != want)
+    c.fail("parallel.rank_order", "\"" + p.rank_order() + "\" must name each of tp, cp, dp and pp once, joined by \"-\"",
+           "write e.g. \"tp-cp-dp-pp\" (Megatron-LM's default, also used when rank_order is empty)");
+}
+
+}  // namespace
+
+void validate_parallel(const Scenario& spec, const Checker& c) {
+  const auto& p = spec.parallel();
+  c.count("parallel.tp", p.tp(), Limits::kGpus);
+  c.count("parallel.cp", p.cp(), Limits::kGpus);
+  c.count("parallel.pp", p.pp(), Limits::kGpus);
+  c.count("parallel.dp", p.dp(), Limits::kGpus);
+  c.count("parallel.virtual_stages", p.virtual_stages(), Limits::kVirtualStages,
+          "set virtual_stages: 1 (≥ 2 only with schedule INTERLEAVED_1F1B)");
+  c.enumeration("parallel.recompute", p.recompute());
+  check_rank_order(p, c);
+  c.enumeration("schedule.kind", spec.schedule().kind());
+}
+
+}  // namespace lacuna::scenario
