@@ -1,3 +1,61 @@
-// Placeholder entry point while the CLI is being written (replaced by the CLI helper).
+// lacuna: predict large-scale LLM training from first principles.
+// Exit codes: 0 ok; 2 user error (bad input, usage); 3 deadlocked program;
+// 70 internal error (a bug in lacuna).
 #include <cstdio>
-int main() { std::puts("lacuna: under construction"); return 1; }
+#include <exception>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "sim/core/error.h"
+#include "sim/engine/simulator.h"
+#include "tools/cli/commands.h"
+
+namespace {
+
+int run(int argc, char** argv) {
+  CLI::App app{"lacuna: simulate large-scale LLM training (TP/CP/PP/DP, pipeline schedules, bubbles)", "lacuna"};
+  app.require_subcommand(0, 1);
+  lacuna::cli::Action action;
+  lacuna::cli::add_simulate_command(app, action);
+  lacuna::cli::add_compile_command(app, action);
+  lacuna::cli::add_check_command(app, action);
+  lacuna::cli::add_presets_command(app, action);
+  lacuna::cli::add_devices_command(app, action);
+  lacuna::cli::add_version_command(app, action);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);  // prints help or the usage error
+    return code == 0 ? 0 : 2;
+  }
+  if (!action) {
+    std::fputs(app.help().c_str(), stdout);
+    return 2;
+  }
+  return action();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const lacuna::engine::DeadlockError& e) {
+    fmt::print(stderr, "lacuna: error: deadlock: {}\n", e.what());
+    const auto& blocked = e.blocked();
+    constexpr size_t kShown = 20;
+    for (size_t i = 0; i < blocked.size() && i < kShown; ++i) {
+      const auto& b = blocked[i];
+      fmt::print(stderr, "  rank {} stream {} op {}: {}\n", b.rank, b.stream, b.op, b.description);
+    }
+    if (blocked.size() > kShown) fmt::print(stderr, "  ... and {} more blocked ops\n", blocked.size() - kShown);
+    return 3;
+  } catch (const lacuna::Error& e) {
+    fmt::print(stderr, "lacuna: error: {}\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "lacuna: internal error: {}\n", e.what());
+    return 70;
+  }
+}

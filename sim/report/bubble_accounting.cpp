@@ -1,0 +1,175 @@
+#include "sim/report/bubble_accounting.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "sim/report/comm_kind.h"
+
+namespace lacuna::report {
+
+std::string_view bubble_key(Bubble b) {
+  switch (b) {
+    case Bubble::kPpWarmup: return "pp_warmup";
+    case Bubble::kPpCooldown: return "pp_cooldown";
+    case Bubble::kPpOther: return "pp_other";
+    case Bubble::kTpExposed: return "tp_exposed";
+    case Bubble::kCpExposed: return "cp_exposed";
+    case Bubble::kDpExposed: return "dp_exposed";
+    case Bubble::kPpExposed: return "pp_exposed";
+  }
+  return "?";
+}
+
+TimeNs RankAccount::idle() const {
+  TimeNs sum;
+  for (TimeNs t : bubbles) sum += t;
+  return sum;
+}
+
+namespace {
+
+Bubble exposed_category(CommKind kind) {
+  switch (kind) {
+    case CommKind::kTp: return Bubble::kTpExposed;
+    case CommKind::kCp: return Bubble::kCpExposed;
+    case CommKind::kDp: return Bubble::kDpExposed;
+    default: return Bubble::kPpExposed;
+  }
+}
+
+TimeNs& slot(RankAccount& acc, Bubble b) { return acc.bubbles[static_cast<int>(b)]; }
+
+}  // namespace
+
+void BubbleAccounting::on_run_begin(const engine::RunInfo& info) {
+  program_ = info.program;
+  const ir::Program& p = *program_;
+  index_of_rank_.assign(static_cast<size_t>(p.ranks_size()), -1);
+  accounts_.clear();
+  live_.clear();
+  accounts_.reserve(info.simulated_ranks.size());
+  live_.reserve(info.simulated_ranks.size());
+
+  const scenario::GpuSpec& gpu = p.cluster().gpu();
+  capacity_ = Bytes(gpu.has_hbm_capacity_gib()
+                        ? static_cast<int64_t>(std::llround(gpu.hbm_capacity_gib() * 1073741824.0))
+                        : 0);
+
+  for (size_t i = 0; i < info.simulated_ranks.size(); ++i) {
+    const int32_t rank = info.simulated_ranks[i];
+    index_of_rank_[static_cast<size_t>(rank)] = static_cast<int32_t>(i);
+    Live live;
+    live.class_id = p.ranks(rank).class_id();
+    const ir::RankClass& cls = p.classes(live.class_id);
+    for (int s = 0; s < cls.streams_size(); ++s) {
+      if (cls.streams(s).kind() == ir::COMPUTE) {
+        live.main_stream = s;
+        break;
+      }
+    }
+    const ir::MemoryBaseline& m = cls.memory();
+    live.memory = m.weights_bytes() + m.gradients_bytes() + m.optimizer_bytes() + m.other_bytes();
+
+    RankAccount acc;
+    acc.rank = rank;
+    acc.represents = i < info.represents.size() ? info.represents[i] : std::vector<int32_t>{rank};
+    acc.baseline_memory = Bytes(live.memory);
+    acc.peak_memory = acc.baseline_memory;
+    accounts_.push_back(std::move(acc));
+    live_.push_back(live);
+  }
+}
+
+void BubbleAccounting::stall(Live& live, RankAccount& acc, TimeNs duration) {
+  if (duration <= TimeNs::zero()) return;
+  // The main stream runs its ops in order, so "no forward has ended yet" means
+  // this stall lies before the first forward starts.
+  if (!live.seen_forward) {
+    slot(acc, Bubble::kPpWarmup) += duration;
+  } else {
+    live.pending_stall += duration;  // other or cool-down: decided by whether a backward follows
+  }
+}
+
+void BubbleAccounting::idle_span(Live& live, RankAccount& acc, TimeNs from, TimeNs to) {
+  if (to > from) stall(live, acc, to - from);
+}
+
+void BubbleAccounting::on_op_end(const engine::OpSpan& span) {
+  const int32_t idx = index_of_rank_[static_cast<size_t>(span.rank)];
+  if (idx < 0) return;
+  Live& live = live_[static_cast<size_t>(idx)];
+  RankAccount& acc = accounts_[static_cast<size_t>(idx)];
+  const ir::Op& op = *span.ir;
+
+  if (op.has_compute() && op.compute().memory_delta_bytes() != 0) {
+    live.memory += op.compute().memory_delta_bytes();
+    if (live.memory > acc.peak_memory.count()) acc.peak_memory = Bytes(live.memory);
+  }
+  if (span.stream != live.main_stream) return;
+
+  idle_span(live, acc, live.cursor, span.ready);
+  switch (op.kind_case()) {
+    case ir::Op::kCompute: {
+      idle_span(live, acc, span.ready, span.start);
+      const TimeNs d = span.end - span.start;
+      acc.busy += d;
+      const int phase = static_cast<int>(op.phase());
+      if (phase >= 0 && phase < kNumPhases) acc.busy_by_phase[static_cast<size_t>(phase)] += d;
+      if (op.phase() == ir::FORWARD) live.seen_forward = true;
+      if (op.phase() == ir::BACKWARD_INPUT || op.phase() == ir::BACKWARD_WEIGHT) {
+        slot(acc, Bubble::kPpOther) += live.pending_stall;
+        live.pending_stall = TimeNs::zero();
+      }
+      break;
+    }
+    case ir::Op::kCollective:
+    case ir::Op::kSend:
+    case ir::Op::kRecv: {
+      idle_span(live, acc, span.ready, span.start);
+      const ir::Stream& stream = program_->classes(live.class_id).streams(span.stream);
+      slot(acc, exposed_category(comm_kind(*program_, stream, op))) += span.end - span.start;
+      break;
+    }
+    case ir::Op::kWait:
+      break;  // attributed in on_wait_end, which knows the cause
+    default:
+      idle_span(live, acc, span.ready, span.end);
+      break;
+  }
+  live.cursor = span.end;
+}
+
+void BubbleAccounting::on_wait_end(const engine::OpSpan& span, const engine::WaitCause& cause) {
+  const int32_t idx = index_of_rank_[static_cast<size_t>(span.rank)];
+  if (idx < 0) return;
+  Live& live = live_[static_cast<size_t>(idx)];
+  if (span.stream != live.main_stream) return;
+  RankAccount& acc = accounts_[static_cast<size_t>(idx)];
+
+  if (cause.valid && cause.op >= 0) {
+    const ir::Stream& stream = program_->classes(live.class_id).streams(cause.stream);
+    const CommKind kind = comm_kind(*program_, stream, stream.ops(cause.op));
+    if (kind != CommKind::kNone) {
+      const TimeNs split = std::clamp(cause.start, span.ready, span.end);
+      idle_span(live, acc, span.ready, split);
+      slot(acc, exposed_category(kind)) += span.end - split;
+      return;
+    }
+  }
+  idle_span(live, acc, span.ready, span.end);
+}
+
+void BubbleAccounting::on_run_end(TimeNs end) {
+  end_ = end;
+  for (size_t i = 0; i < accounts_.size(); ++i) {
+    Live& live = live_[i];
+    RankAccount& acc = accounts_[i];
+    slot(acc, Bubble::kPpCooldown) += live.pending_stall;
+    live.pending_stall = TimeNs::zero();
+    if (end > live.cursor) slot(acc, Bubble::kPpCooldown) += end - live.cursor;
+    acc.over_capacity = capacity_ > Bytes::zero() && acc.peak_memory > capacity_;
+  }
+}
+
+}  // namespace lacuna::report

@@ -1,0 +1,93 @@
+// Where each rank's compute stream spends the iteration: busy (by phase) or
+// idle, with every idle nanosecond attributed to one bubble category
+// (docs/metrics.md). Also tracks each rank's memory peak.
+//
+// Rules, per simulated rank, on its main compute stream (the first stream of
+// kind COMPUTE in its class):
+// - Busy: the [start, end] of every Compute op.
+// - An EventWait [ready, end] released by op X (WaitCause) running [xs, xe]:
+//   [max(ready, xs), end] is exposed communication of X's kind (TP, CP, PP, DP);
+//   [ready, min(xs, end)] is a dependency stall. If X is not communication, or
+//   there is no cause, the whole wait is a stall.
+// - A communication op placed directly on the compute stream: [ready, start] is
+//   a stall and [start, end] exposed communication of its kind.
+// - Stalls before the rank's first FORWARD compute op are PP warm-up; stalls
+//   after its last backward (input or weight) compute op are PP cool-down;
+//   others are PP other. Idle after the stream's last op until the iteration
+//   end is PP cool-down.
+// So idle = sum of categories and idle + busy = iteration time, exactly (ns).
+//
+// Cost: O(1) per op and no allocation after on_run_begin.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "sim/core/units.h"
+#include "sim/engine/observer.h"
+#include "sim/proto/program.pb.h"
+
+namespace lacuna::report {
+
+enum class Bubble : uint8_t { kPpWarmup, kPpCooldown, kPpOther, kTpExposed, kCpExposed, kDpExposed, kPpExposed };
+inline constexpr int kNumBubbles = 7;
+inline constexpr std::array<Bubble, kNumBubbles> kAllBubbles = {
+    Bubble::kPpWarmup,  Bubble::kPpCooldown, Bubble::kPpOther,   Bubble::kTpExposed,
+    Bubble::kCpExposed, Bubble::kDpExposed,  Bubble::kPpExposed,
+};
+// "pp_warmup", "pp_cooldown", "pp_other", "tp_exposed", "cp_exposed", "dp_exposed", "pp_exposed"
+std::string_view bubble_key(Bubble b);
+
+inline constexpr int kNumPhases = ir::Phase_ARRAYSIZE;
+
+struct RankAccount {
+  int32_t rank = 0;                 // the simulated rank
+  std::vector<int32_t> represents;  // ranks it stands for (itself included)
+  TimeNs busy;
+  std::array<TimeNs, kNumPhases> busy_by_phase{};  // indexed by ir::Phase
+  std::array<TimeNs, kNumBubbles> bubbles{};       // indexed by Bubble
+  Bytes baseline_memory;  // MemoryBaseline sum
+  Bytes peak_memory;      // baseline + highest running sum of memory deltas
+  bool over_capacity = false;
+
+  TimeNs bubble(Bubble b) const { return bubbles[static_cast<int>(b)]; }
+  TimeNs idle() const;  // sum of the categories
+};
+
+class BubbleAccounting : public engine::Observer {
+ public:
+  void on_run_begin(const engine::RunInfo& info) override;
+  void on_op_end(const engine::OpSpan& span) override;
+  void on_wait_end(const engine::OpSpan& span, const engine::WaitCause& cause) override;
+  void on_run_end(TimeNs end) override;
+
+  // Valid after on_run_end.
+  TimeNs iteration_time() const { return end_; }
+  // One entry per simulated rank, in RunInfo::simulated_ranks order.
+  const std::vector<RankAccount>& ranks() const { return accounts_; }
+  // The GPU's HBM (cluster.gpu.hbm_capacity_gib); 0 when unknown (never over).
+  Bytes capacity() const { return capacity_; }
+
+ private:
+  struct Live {
+    int32_t main_stream = -1;  // main compute stream index, -1: rank has none
+    int32_t class_id = 0;
+    TimeNs cursor;             // end of the last op seen on the main stream
+    TimeNs pending_stall;      // stalls since the last backward op (cool-down if none follows)
+    bool seen_forward = false;
+    int64_t memory = 0;
+  };
+  void stall(Live& live, RankAccount& acc, TimeNs duration);
+  void idle_span(Live& live, RankAccount& acc, TimeNs from, TimeNs to);
+
+  const ir::Program* program_ = nullptr;
+  std::vector<int32_t> index_of_rank_;  // global rank → index into accounts_, -1 if not simulated
+  std::vector<RankAccount> accounts_;
+  std::vector<Live> live_;
+  Bytes capacity_;
+  TimeNs end_;
+};
+
+}  // namespace lacuna::report

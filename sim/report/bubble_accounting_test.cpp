@@ -1,0 +1,124 @@
+#include "sim/report/bubble_accounting.h"
+
+#include <gtest/gtest.h>
+
+#include "sim/report/test_fixture.h"
+
+namespace lacuna::report {
+namespace {
+
+using testing::replay;
+using testing::two_rank_program;
+
+TEST(BubbleAccounting, AttributesEveryIdleNanosecondOfTheScriptedRun) {
+  const ir::Program p = two_rank_program();
+  BubbleAccounting acc;
+  replay(p, {&acc});
+  ASSERT_EQ(acc.ranks().size(), 2u);
+  EXPECT_EQ(acc.iteration_time(), TimeNs(400));
+
+  const RankAccount& r1 = acc.ranks()[1];
+  EXPECT_EQ(r1.rank, 1);
+  EXPECT_EQ(r1.busy, TimeNs(150));
+  EXPECT_EQ(r1.bubble(Bubble::kPpWarmup), TimeNs(60));
+  EXPECT_EQ(r1.bubble(Bubble::kPpExposed), TimeNs(70));
+  EXPECT_EQ(r1.bubble(Bubble::kTpExposed), TimeNs(20));
+  EXPECT_EQ(r1.bubble(Bubble::kPpOther), TimeNs(40));
+  EXPECT_EQ(r1.bubble(Bubble::kPpCooldown), TimeNs(60));
+  EXPECT_EQ(r1.bubble(Bubble::kDpExposed), TimeNs(0));
+  EXPECT_EQ(r1.bubble(Bubble::kCpExposed), TimeNs(0));
+  EXPECT_EQ(r1.busy_by_phase[ir::FORWARD], TimeNs(50));
+  EXPECT_EQ(r1.busy_by_phase[ir::BACKWARD_INPUT], TimeNs(70));
+  EXPECT_EQ(r1.busy_by_phase[ir::OPTIMIZER_STEP], TimeNs(30));
+
+  const RankAccount& r0 = acc.ranks()[0];
+  EXPECT_EQ(r0.busy, TimeNs(170));
+  EXPECT_EQ(r0.bubble(Bubble::kPpOther), TimeNs(30));
+  EXPECT_EQ(r0.bubble(Bubble::kPpCooldown), TimeNs(200));
+  EXPECT_EQ(r0.bubble(Bubble::kPpWarmup), TimeNs(0));
+
+  for (const RankAccount& r : acc.ranks()) {
+    EXPECT_EQ(r.idle() + r.busy, acc.iteration_time()) << "rank " << r.rank;
+  }
+}
+
+TEST(BubbleAccounting, TracksMemoryPeakAgainstCapacity) {
+  const ir::Program p = two_rank_program();
+  BubbleAccounting acc;
+  replay(p, {&acc});
+  EXPECT_EQ(acc.capacity(), Bytes(2000));
+  for (const RankAccount& r : acc.ranks()) {
+    EXPECT_EQ(r.baseline_memory, Bytes(1800));
+    EXPECT_EQ(r.peak_memory, Bytes(2100));
+    EXPECT_TRUE(r.over_capacity);
+  }
+}
+
+TEST(BubbleAccounting, NoCapacityMeansNeverOver) {
+  ir::Program p = two_rank_program();
+  p.mutable_cluster()->mutable_gpu()->clear_hbm_capacity_gib();
+  BubbleAccounting acc;
+  replay(p, {&acc});
+  EXPECT_EQ(acc.capacity(), Bytes(0));
+  EXPECT_FALSE(acc.ranks()[1].over_capacity);
+}
+
+TEST(BubbleAccounting, DpCollectiveCauseIsExposedDp) {
+  const ir::Program p = two_rank_program();
+  BubbleAccounting acc;
+  engine::RunInfo info;
+  info.program = &p;
+  info.simulated_ranks = {0};
+  info.represents = {{0}};
+  acc.on_run_begin(info);
+  // F [0,10], B [10,20], then a wait [20,80] on the DP reduce-scatter [30,80].
+  acc.on_op_end(testing::span(p, 0, testing::kCompute, 1, 0, 0, 10));
+  acc.on_op_end(testing::span(p, 0, testing::kCompute, 4, 10, 10, 20));
+  const auto w = testing::span(p, 0, testing::kCompute, 5, 20, 20, 80);
+  acc.on_op_end(w);
+  acc.on_wait_end(w, testing::cause(testing::kDp, 0, 30, 80));
+  acc.on_run_end(TimeNs(100));
+  const RankAccount& r = acc.ranks()[0];
+  EXPECT_EQ(r.bubble(Bubble::kDpExposed), TimeNs(50));
+  EXPECT_EQ(r.bubble(Bubble::kPpCooldown), TimeNs(10 + 20));
+  EXPECT_EQ(r.idle() + r.busy, TimeNs(100));
+}
+
+TEST(BubbleAccounting, CommunicationOnTheComputeStreamIsExposed) {
+  ir::Program p = two_rank_program();
+  // Put a TP all-gather straight onto the compute stream (op 7).
+  *p.mutable_classes(0)->mutable_streams(testing::kCompute)->add_ops() =
+      p.classes(0).streams(testing::kTp).ops(0);
+  BubbleAccounting acc;
+  engine::RunInfo info;
+  info.program = &p;
+  info.simulated_ranks = {0};
+  acc.on_run_begin(info);
+  acc.on_op_end(testing::span(p, 0, testing::kCompute, 1, 0, 0, 10));
+  acc.on_op_end(testing::span(p, 0, testing::kCompute, 7, 10, 25, 40));  // waits 15 for peers, runs 15
+  acc.on_run_end(TimeNs(40));
+  const RankAccount& r = acc.ranks()[0];
+  EXPECT_EQ(r.represents, std::vector<int32_t>{0});
+  EXPECT_EQ(r.bubble(Bubble::kTpExposed), TimeNs(15));
+  EXPECT_EQ(r.bubble(Bubble::kPpCooldown), TimeNs(15));  // stall after the forward, no backward follows
+  EXPECT_EQ(r.idle() + r.busy, TimeNs(40));
+}
+
+TEST(BubbleAccounting, FoldModeAccountsOnlySimulatedRanks) {
+  const ir::Program p = two_rank_program();
+  BubbleAccounting acc;
+  replay(p, {&acc}, /*fold=*/true);
+  ASSERT_EQ(acc.ranks().size(), 1u);
+  EXPECT_EQ(acc.ranks()[0].rank, 1);
+  EXPECT_EQ(acc.ranks()[0].represents, (std::vector<int32_t>{0, 1}));
+  EXPECT_EQ(acc.ranks()[0].bubble(Bubble::kPpWarmup), TimeNs(60));
+}
+
+TEST(BubbleAccounting, KeysAreStable) {
+  EXPECT_EQ(bubble_key(Bubble::kPpWarmup), "pp_warmup");
+  EXPECT_EQ(bubble_key(Bubble::kDpExposed), "dp_exposed");
+  EXPECT_EQ(kAllBubbles.size(), static_cast<size_t>(kNumBubbles));
+}
+
+}  // namespace
+}  // namespace lacuna::report

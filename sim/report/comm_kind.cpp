@@ -1,0 +1,45 @@
+#include "sim/report/comm_kind.h"
+
+namespace lacuna::report {
+
+CommKind comm_kind_of_stream(ir::StreamKind kind) {
+  switch (kind) {
+    case ir::TP_COMM: return CommKind::kTp;
+    case ir::CP_COMM: return CommKind::kCp;
+    case ir::PP_SEND:
+    case ir::PP_RECV: return CommKind::kPp;
+    case ir::DP_COMM: return CommKind::kDp;
+    default: return CommKind::kNone;
+  }
+}
+
+CommKind comm_kind(const ir::Program& program, const ir::Stream& stream, const ir::Op& op) {
+  if (op.has_collective()) {
+    const int32_t slot = op.collective().group_slot();
+    if (slot >= 0 && slot < program.group_slots_size()) {
+      switch (program.group_slots(slot).kind()) {
+        case ir::TP: return CommKind::kTp;
+        case ir::CP: return CommKind::kCp;
+        case ir::PP: return CommKind::kPp;
+        case ir::DP:
+        case ir::DP_CP:
+        case ir::WORLD: return CommKind::kDp;
+        default: break;
+      }
+    }
+    const CommKind by_stream = comm_kind_of_stream(stream.kind());
+    // A collective is communication even on a stream of unspecified kind.
+    return by_stream == CommKind::kNone ? CommKind::kDp : by_stream;
+  }
+  if (op.has_send() || op.has_recv()) {
+    switch (stream.kind()) {
+      case ir::CP_COMM: return CommKind::kCp;
+      case ir::TP_COMM: return CommKind::kTp;
+      case ir::DP_COMM: return CommKind::kDp;
+      default: return CommKind::kPp;
+    }
+  }
+  return comm_kind_of_stream(stream.kind());
+}
+
+}  // namespace lacuna::report

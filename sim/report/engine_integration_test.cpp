@@ -1,0 +1,123 @@
+// The report observers on real engine runs: a synthetic pipeline whose
+// bubbles have closed forms, and a compiled scenario (full vs folded).
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "sim/compiler/compile.h"
+#include "sim/cost/cost_model.h"
+#include "sim/engine/simulator.h"
+#include "sim/report/bubble_accounting.h"
+#include "sim/report/json_report.h"
+#include "sim/report/pipeline_svg.h"
+#include "sim/report/summary.h"
+#include "sim/scenario/scenario.h"
+#include "sim/schedule/synthetic.h"
+#include "sim/report/test_fixture.h"
+
+namespace lacuna::report {
+namespace {
+
+// Synthetic programs fix every compute duration; a transfer of fixed
+// duration 0 asks the cost model, which makes it free.
+class FreeTransfersCost : public cost::CostModel {
+ public:
+  std::string_view name() const override { return "free transfers"; }
+  TimeNs compute(const ir::Compute&) const override { return fail(); }
+  TimeNs collective(ir::CollectiveKind, int64_t, const cost::GroupShape&) const override { return fail(); }
+  TimeNs p2p(int64_t, bool) const override { return TimeNs::zero(); }
+
+ private:
+  static TimeNs fail() {
+    ADD_FAILURE() << "cost model asked for a fixed-duration op";
+    return TimeNs(1);
+  }
+};
+
+ir::Program one_f_one_b(TimeNs p2p) {
+  schedule::SyntheticPipeline s;
+  s.kind = scenario::ONE_F_ONE_B;
+  s.shape = {.pp = 4, .virtual_stages = 1, .microbatches = 8};
+  s.per_stage = {{10_us, 15_us, 5_us}};
+  s.p2p = p2p;
+  return schedule::build_synthetic_program(s);
+}
+
+TEST(ReportOnEngine, OneFOneBBubblesMatchTheClosedForm) {
+  const ir::Program p = one_f_one_b(0_ns);
+  FreeTransfersCost cost;
+  engine::Simulator sim(p, cost);
+  BubbleAccounting acc;
+  sim.add_observer(&acc);
+  const auto result = sim.run();
+  // (m + p - 1)(F + B + W) = 11 · 30 µs.
+  ASSERT_EQ(result.end_time, 330_us);
+  ASSERT_EQ(acc.ranks().size(), 4u);
+  for (const RankAccount& r : acc.ranks()) {
+    const int64_t s = r.rank;  // pipeline stage
+    SCOPED_TRACE(s);
+    EXPECT_EQ(r.busy, 240_us);
+    EXPECT_EQ(r.bubble(Bubble::kPpWarmup), 10_us * s);             // s forwards ahead of it
+    EXPECT_EQ(r.bubble(Bubble::kPpCooldown), 20_us * s);           // s backwards after its last
+    EXPECT_EQ(r.bubble(Bubble::kPpOther), 30_us * (3 - s));        // the rest of (p-1)(F+B+W)
+    EXPECT_EQ(r.bubble(Bubble::kPpExposed), 0_ns);
+    EXPECT_EQ(r.idle(), 90_us);
+  }
+}
+
+TEST(ReportOnEngine, TransfersShowUpAsExposedPpAndCategoriesStillSumExactly) {
+  const ir::Program p = one_f_one_b(1_us);
+  FreeTransfersCost cost;
+  engine::Simulator sim(p, cost);
+  BubbleAccounting acc;
+  sim.add_observer(&acc);
+  const auto result = sim.run();
+  for (const RankAccount& r : acc.ranks()) {
+    EXPECT_EQ(r.busy + r.idle(), result.end_time) << r.rank;
+  }
+  // Stage 1 waits for stage 0's first forward plus its transfer.
+  EXPECT_EQ(acc.ranks()[1].bubble(Bubble::kPpWarmup), 10_us);
+  EXPECT_GE(acc.ranks()[1].bubble(Bubble::kPpExposed), 1_us);
+  EXPECT_EQ(acc.ranks()[0].bubble(Bubble::kPpWarmup), 0_ns);
+}
+
+TEST(ReportOnEngine, CompiledScenarioFullAndFoldedAgree) {
+  const auto loaded = scenario::load_scenario(std::string(LACUNA_SOURCE_DIR) + "/scenarios/llm/gpt-1.3b-8gpu.pbtxt");
+  const ir::Program program = compiler::compile(loaded);
+  const auto cost = cost::make_analytic_cost_model(program.cluster(), program.info().precision());
+
+  auto run = [&](bool fold) {
+    engine::Simulator sim(program, *cost, engine::SimulationOptions{.fold = fold});
+    BubbleAccounting acc;
+    PipelineSvg svg(program, parse_rank_spec("pipeline"));
+    sim.add_observer(&acc);
+    sim.add_observer(&svg);
+    const auto result = sim.run();
+    EXPECT_EQ(acc.iteration_time(), result.end_time);
+    for (const RankAccount& r : acc.ranks()) {
+      EXPECT_EQ(r.busy + r.idle(), result.end_time) << r.rank;
+      EXPECT_GT(r.busy, TimeNs::zero());
+      EXPECT_GT(r.peak_memory, r.baseline_memory) << "activations come and go";
+    }
+    EXPECT_EQ(svg.drawn_ranks().size(), static_cast<size_t>(program.info().pp()));
+    return summarize(program, acc, std::string(cost->name()), fold);
+  };
+  const Summary full = run(false);
+  const Summary folded = run(true);
+  EXPECT_EQ(full.iteration_time, folded.iteration_time);
+  EXPECT_GT(full.mfu, 0.0);
+  EXPECT_LT(full.mfu, 1.0);
+  for (int b = 0; b < kNumBubbles; ++b) {
+    EXPECT_EQ(full.bubbles[b].median, folded.bubbles[b].median) << bubble_key(static_cast<Bubble>(b));
+    EXPECT_EQ(full.bubbles[b].max, folded.bubbles[b].max) << bubble_key(static_cast<Bubble>(b));
+  }
+  EXPECT_EQ(full.peak_memory.max, folded.peak_memory.max);
+  EXPECT_GT(full.bubbles[static_cast<int>(Bubble::kTpExposed)].max, 0) << "TP 2 with sequence parallelism";
+  EXPECT_GT(full.bubbles[static_cast<int>(Bubble::kPpWarmup)].max, 0) << "PP 2";
+
+  const auto j = nlohmann::json::parse(summary_json(full));
+  EXPECT_EQ(j["ranks"].size(), static_cast<size_t>(program.ranks_size()));
+  EXPECT_EQ(summary_json(full), summary_json(run(false))) << "deterministic";
+}
+
+}  // namespace
+}  // namespace lacuna::report

@@ -1,0 +1,26 @@
+// Human-readable quantities with SI units for the terminal table and the SVG,
+// and the exact decimal time stamps the trace uses.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "sim/core/units.h"
+
+namespace lacuna::report {
+
+// Picks s, ms, µs or ns so that the number has 1-3 digits before the point:
+// "12.345 s", "873.210 ms", "412.000 µs", "80 ns".
+std::string format_duration(TimeNs t);
+// Decimal gigabytes (1e9), two decimals: "74.12 GB".
+std::string format_gb(Bytes b);
+// 0.4567 → "45.67 %".
+std::string format_percent(double fraction);
+// Value with an SI prefix (k, M, G, T, P) and three significant decimals:
+// 1.5e6, "tokens/s" → "1.500 M tokens/s".
+std::string format_si(double value, const std::string& unit);
+// Integer nanoseconds as microseconds with exactly three decimals, no
+// floating point: 1234567 → "1234.567", -5 → "-0.005".
+std::string micros_exact(int64_t ns);
+
+}  // namespace lacuna::report

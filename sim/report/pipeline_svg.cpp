@@ -1,0 +1,295 @@
+#include "sim/report/pipeline_svg.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "sim/report/format.h"
+#include "sim/report/names.h"
+
+namespace lacuna::report {
+
+namespace {
+
+constexpr double kLeft = 200;       // room for row labels
+constexpr double kPlotWidth = 1400;
+constexpr double kRight = 30;
+constexpr double kTop = 64;         // title and subtitle
+constexpr double kComputeH = 26;
+constexpr double kLaneH = 7;
+constexpr double kLaneGap = 2;
+constexpr double kRowGap = 16;
+constexpr double kMinLabelWidth = 16;
+
+constexpr const char* kIdleFill = "#fde2e2";
+constexpr const char* kIdleHatch = "#f2a5a5";
+
+struct LaneStyle {
+  const char* label;
+  const char* color;
+};
+constexpr std::array<LaneStyle, 4> kLaneStyles = {{
+    {"TP", "#54a24b"},  // green
+    {"CP", "#9d755d"},  // brown
+    {"PP", "#17becf"},  // cyan
+    {"DP", "#505050"},  // dark grey
+}};
+
+int lane_index(CommKind k) {
+  switch (k) {
+    case CommKind::kTp: return 0;
+    case CommKind::kCp: return 1;
+    case CommKind::kPp: return 2;
+    case CommKind::kDp: return 3;
+    default: return -1;
+  }
+}
+
+const char* phase_color(int phase) {
+  switch (phase) {
+    case ir::FORWARD: return "#4c78a8";          // blue
+    case ir::BACKWARD_INPUT: return "#f58518";   // orange
+    case ir::BACKWARD_WEIGHT: return "#eeca3b";  // yellow
+    case ir::RECOMPUTE: return "#72b7b2";        // teal
+    case ir::OPTIMIZER_STEP: return "#b279a2";   // purple
+    default: return "#8c8c8c";                   // grey
+  }
+}
+
+std::string xml_escape(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&apos;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+// 1, 2 or 5 × 10^k ns, giving at most about 12 ticks over `total`.
+int64_t tick_step(int64_t total) {
+  int64_t step = 1;
+  while (true) {
+    for (int64_t m : {1, 2, 5}) {
+      if (total / (step * m) <= 12) return step * m;
+    }
+    step *= 10;
+  }
+}
+
+std::string tick_label(int64_t ns, int64_t step) {
+  int decimals = 0;
+  for (int64_t unit = 1'000'000; unit > step && decimals < 6; unit /= 10) ++decimals;
+  return fmt::format("{:.{}f} ms", static_cast<double>(ns) * 1e-6, decimals);
+}
+
+}  // namespace
+
+// One rectangle per pass: same microbatch and chunk, same phase, except that
+// interleaved B and W kernels of one backward pass (1F1B computes both per
+// layer) form one rectangle coloured by the larger of the two. Deferred W
+// passes (zero-bubble schedules) are not adjacent to their B and stay apart.
+bool PipelineSvg::same_pass(const ComputeSpan& a, const ComputeSpan& b) {
+  if (a.microbatch != b.microbatch || a.chunk != b.chunk) return false;
+  auto backward = [](uint8_t p) { return p == ir::BACKWARD_INPUT || p == ir::BACKWARD_WEIGHT; };
+  return a.phase == b.phase || (backward(a.phase) && backward(b.phase));
+}
+
+PipelineSvg::PipelineSvg(const ir::Program& program, RankSpec spec) : program_(program), spec_(std::move(spec)) {}
+
+void PipelineSvg::on_run_begin(const engine::RunInfo& info) {
+  ranks_ = select_simulated_ranks(spec_, program_, info);
+  row_of_rank_.assign(static_cast<size_t>(program_.ranks_size()), -1);
+  rows_.assign(ranks_.size(), Row{});
+  for (size_t i = 0; i < ranks_.size(); ++i) {
+    row_of_rank_[static_cast<size_t>(ranks_[i])] = static_cast<int32_t>(i);
+    rows_[i].rank = ranks_[i];
+    const ir::RankClass& cls = program_.classes(program_.ranks(ranks_[i]).class_id());
+    for (int s = 0; s < cls.streams_size(); ++s) {
+      if (cls.streams(s).kind() == ir::COMPUTE) {
+        rows_[i].main_stream = s;
+        break;
+      }
+    }
+  }
+}
+
+void PipelineSvg::on_op_end(const engine::OpSpan& span) {
+  const int32_t idx = row_of_rank_[static_cast<size_t>(span.rank)];
+  if (idx < 0) return;
+  Row& row = rows_[static_cast<size_t>(idx)];
+  const ir::Op& op = *span.ir;
+  if (op.has_compute()) {
+    if (span.stream != row.main_stream) return;
+    row.compute.push_back({span.start.count(), span.end.count(), op.microbatch(), static_cast<int16_t>(op.chunk()),
+                           static_cast<uint8_t>(op.phase())});
+    return;
+  }
+  if (!op.has_collective() && !op.has_send() && !op.has_recv()) return;
+  const ir::Stream& stream = program_.classes(program_.ranks(span.rank).class_id()).streams(span.stream);
+  const int lane = lane_index(comm_kind(program_, stream, op));
+  if (lane >= 0) row.comm[static_cast<size_t>(lane)].push_back({span.start.count(), span.end.count()});
+}
+
+void PipelineSvg::on_run_end(TimeNs end) { end_ = end; }
+
+std::string PipelineSvg::render() const {
+  const int64_t total = std::max<int64_t>(end_.count(), 1);
+  const double scale = kPlotWidth / static_cast<double>(total);  // px per ns
+  const int64_t merge_gap = static_cast<int64_t>(std::ceil(1.0 / scale));  // one pixel
+  auto x = [&](int64_t ns) { return kLeft + static_cast<double>(ns) * scale; };
+
+  std::array<bool, kLanes> lane_used{};
+  for (const Row& r : rows_) {
+    for (int l = 0; l < kLanes; ++l) lane_used[static_cast<size_t>(l)] |= !r.comm[static_cast<size_t>(l)].empty();
+  }
+  int lanes = 0;
+  for (bool u : lane_used) lanes += u;
+  const double row_h = kComputeH + lanes * (kLaneH + kLaneGap);
+  const double rows_h = static_cast<double>(rows_.size()) * (row_h + kRowGap);
+  const double axis_y = kTop + rows_h;
+  const double legend_y = axis_y + 44;
+  const double width = kLeft + kPlotWidth + kRight;
+  const double height = legend_y + 30;
+
+  std::string o;
+  o.reserve(64 * 1024);
+  auto out = std::back_inserter(o);
+  fmt::format_to(out,
+                 "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+                 "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0:.0f}\" height=\"{1:.0f}\" "
+                 "viewBox=\"0 0 {0:.0f} {1:.0f}\" font-family=\"Helvetica, Arial, sans-serif\" font-size=\"11\">\n",
+                 width, height);
+  fmt::format_to(out,
+                 "<defs>\n<pattern id=\"idle\" patternUnits=\"userSpaceOnUse\" width=\"6\" height=\"6\" "
+                 "patternTransform=\"rotate(45)\"><rect width=\"6\" height=\"6\" fill=\"{}\"/>"
+                 "<line x1=\"0\" y1=\"0\" x2=\"0\" y2=\"6\" stroke=\"{}\" stroke-width=\"2\"/></pattern>\n</defs>\n",
+                 kIdleFill, kIdleHatch);
+  fmt::format_to(out, "<rect x=\"0\" y=\"0\" width=\"{:.0f}\" height=\"{:.0f}\" fill=\"white\"/>\n", width, height);
+
+  // Title and plan.
+  const ir::ProgramInfo& info = program_.info();
+  const std::string name = info.scenario_name().empty() ? std::string("lacuna") : info.scenario_name();
+  fmt::format_to(out, "<text x=\"{:.0f}\" y=\"24\" font-size=\"16\" font-weight=\"bold\">{} — iteration {}</text>\n",
+                 kLeft, xml_escape(name), xml_escape(format_duration(end_)));
+  std::string plan = fmt::format("{} GPUs · TP {} · CP {} · PP {} · DP {}", program_.ranks_size(), info.tp(),
+                                 info.cp(), info.pp(), info.dp());
+  if (info.virtual_stages() > 1) plan += fmt::format(" · v {}", info.virtual_stages());
+  plan += fmt::format(" · {} · {} microbatches", schedule_name(info.schedule()), info.num_microbatches());
+  fmt::format_to(out, "<text x=\"{:.0f}\" y=\"44\" fill=\"#444\">{}</text>\n", kLeft, xml_escape(plan));
+
+  // Grid and axis.
+  const int64_t step = tick_step(total);
+  fmt::format_to(out, "<g stroke=\"#e6e6e6\" stroke-width=\"1\">\n");
+  for (int64_t t = 0; t <= total; t += step) {
+    fmt::format_to(out, "<line x1=\"{0:.2f}\" y1=\"{1:.2f}\" x2=\"{0:.2f}\" y2=\"{2:.2f}\"/>\n", x(t), kTop - 6, axis_y);
+  }
+  fmt::format_to(out, "</g>\n");
+  fmt::format_to(out, "<g class=\"axis\">\n<line x1=\"{:.2f}\" y1=\"{:.2f}\" x2=\"{:.2f}\" y2=\"{:.2f}\" stroke=\"#333\"/>\n",
+                 x(0), axis_y, x(total), axis_y);
+  for (int64_t t = 0; t <= total; t += step) {
+    fmt::format_to(out,
+                   "<line x1=\"{0:.2f}\" y1=\"{1:.2f}\" x2=\"{0:.2f}\" y2=\"{2:.2f}\" stroke=\"#333\"/>"
+                   "<text x=\"{0:.2f}\" y=\"{3:.2f}\" text-anchor=\"middle\">{4}</text>\n",
+                   x(t), axis_y, axis_y + 5, axis_y + 18, tick_label(t, step));
+  }
+  fmt::format_to(out, "<text x=\"{:.2f}\" y=\"{:.2f}\" text-anchor=\"middle\" fill=\"#444\">time</text>\n</g>\n",
+                 x(total / 2), axis_y + 34);
+
+  // Rows.
+  for (size_t i = 0; i < rows_.size(); ++i) {
+    const Row& r = rows_[i];
+    const double y = kTop + static_cast<double>(i) * (row_h + kRowGap);
+    fmt::format_to(out, "<g class=\"rank\" id=\"rank{}\">\n", r.rank);
+    fmt::format_to(out, "<text x=\"{:.0f}\" y=\"{:.2f}\" text-anchor=\"end\">{}</text>\n", kLeft - 8,
+                   y + kComputeH / 2 + 4, xml_escape(rank_label(program_, r.rank)));
+    fmt::format_to(out, "<rect x=\"{:.2f}\" y=\"{:.2f}\" width=\"{:.2f}\" height=\"{:.0f}\" fill=\"url(#idle)\"/>\n",
+                   x(0), y, kPlotWidth, kComputeH);
+    for (size_t a = 0; a < r.compute.size();) {
+      const ComputeSpan& first = r.compute[a];
+      int64_t end = first.end;
+      std::array<int64_t, ir::Phase_ARRAYSIZE> by_phase{};
+      by_phase[first.phase] += first.end - first.start;
+      size_t b = a + 1;
+      while (b < r.compute.size() && same_pass(r.compute[b], first) && r.compute[b].start - end < merge_gap) {
+        by_phase[r.compute[b].phase] += r.compute[b].end - r.compute[b].start;
+        end = std::max(end, r.compute[b].end);
+        ++b;
+      }
+      const int phase = static_cast<int>(std::max_element(by_phase.begin(), by_phase.end()) - by_phase.begin());
+      const double w = static_cast<double>(end - first.start) * scale;
+      fmt::format_to(out, "<rect x=\"{:.2f}\" y=\"{:.2f}\" width=\"{:.2f}\" height=\"{:.0f}\" fill=\"{}\"/>\n",
+                     x(first.start), y, w, kComputeH, phase_color(phase));
+      const bool per_mb = phase >= ir::FORWARD && phase <= ir::RECOMPUTE;
+      if (per_mb && w >= kMinLabelWidth) {
+        fmt::format_to(out,
+                       "<text x=\"{:.2f}\" y=\"{:.2f}\" text-anchor=\"middle\" font-size=\"9\" fill=\"white\">{}</text>\n",
+                       x(first.start) + w / 2, y + kComputeH / 2 + 3, first.microbatch);
+      }
+      a = b;
+    }
+    double lane_y = y + kComputeH + kLaneGap;
+    for (int l = 0; l < kLanes; ++l) {
+      if (!lane_used[static_cast<size_t>(l)]) continue;
+      const LaneStyle& style = kLaneStyles[static_cast<size_t>(l)];
+      fmt::format_to(out, "<text x=\"{:.0f}\" y=\"{:.2f}\" text-anchor=\"end\" font-size=\"7\" fill=\"#666\">{}</text>\n",
+                     kLeft - 8, lane_y + kLaneH - 1, style.label);
+      fmt::format_to(out, "<rect x=\"{:.2f}\" y=\"{:.2f}\" width=\"{:.2f}\" height=\"{:.0f}\" fill=\"#f4f4f4\"/>\n",
+                     x(0), lane_y, kPlotWidth, kLaneH);
+      std::vector<Span> spans = r.comm[static_cast<size_t>(l)];
+      // Several streams feed one lane; sort so neighbours merge.
+      std::sort(spans.begin(), spans.end(),
+                [](const Span& p, const Span& q) { return p.start != q.start ? p.start < q.start : p.end < q.end; });
+      fmt::format_to(out, "<g fill=\"{}\">", style.color);
+      for (size_t a = 0; a < spans.size();) {
+        int64_t end = spans[a].end;
+        size_t b = a + 1;
+        while (b < spans.size() && spans[b].start - end < merge_gap) end = std::max(end, spans[b++].end);
+        fmt::format_to(out, "<rect x=\"{:.2f}\" y=\"{:.2f}\" width=\"{:.2f}\" height=\"{:.0f}\"/>", x(spans[a].start),
+                       lane_y, std::max(static_cast<double>(end - spans[a].start) * scale, 0.5), kLaneH);
+        a = b;
+      }
+      fmt::format_to(out, "</g>\n");
+      lane_y += kLaneH + kLaneGap;
+    }
+    fmt::format_to(out, "</g>\n");
+  }
+
+  // Legend.
+  struct Entry {
+    std::string label;
+    std::string fill;
+  };
+  std::vector<Entry> legend = {
+      {"forward", phase_color(ir::FORWARD)},          {"backward (input)", phase_color(ir::BACKWARD_INPUT)},
+      {"backward (weight)", phase_color(ir::BACKWARD_WEIGHT)}, {"recompute", phase_color(ir::RECOMPUTE)},
+      {"optimizer", phase_color(ir::OPTIMIZER_STEP)},
+  };
+  for (int l = 0; l < kLanes; ++l) {
+    if (l != 1 || lane_used[1]) {
+      legend.push_back({fmt::format("{} comm", kLaneStyles[static_cast<size_t>(l)].label),
+                        kLaneStyles[static_cast<size_t>(l)].color});
+    }
+  }
+  legend.push_back({"compute idle (bubble)", "url(#idle)"});
+  fmt::format_to(out, "<g class=\"legend\">\n");
+  double lx = kLeft;
+  for (const Entry& e : legend) {
+    fmt::format_to(out,
+                   "<rect x=\"{:.2f}\" y=\"{:.2f}\" width=\"14\" height=\"14\" fill=\"{}\" stroke=\"#999\" stroke-width=\"0.5\"/>"
+                   "<text x=\"{:.2f}\" y=\"{:.2f}\">{}</text>\n",
+                   lx, legend_y, e.fill, lx + 18, legend_y + 11, xml_escape(e.label));
+    lx += 28 + 6.5 * static_cast<double>(e.label.size());
+  }
+  fmt::format_to(out, "</g>\n</svg>\n");
+  return o;
+}
+
+}  // namespace lacuna::report

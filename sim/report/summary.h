@@ -1,0 +1,61 @@
+// One iteration's headline numbers (docs/metrics.md) and per-rank bubble and
+// memory statistics, computed from the program and the bubble accounting.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/core/units.h"
+#include "sim/proto/program.pb.h"
+#include "sim/report/bubble_accounting.h"
+
+namespace lacuna::report {
+
+// Over every rank of the job: a simulated rank counts once for each rank it
+// stands for (fold mode), so the statistics are those of the full job.
+// The median is the lower median (an actual rank's value).
+struct Stats {
+  int64_t min = 0;
+  int64_t median = 0;
+  int64_t max = 0;
+  int32_t worst_rank = -1;  // simulated rank with the max (lowest rank on ties)
+};
+
+struct Summary {
+  std::string scenario_name;
+  std::string cost_model;
+  ir::ProgramInfo info;
+  int32_t num_gpus = 0;
+  bool folded = false;
+  int32_t simulated_ranks = 0;
+
+  TimeNs iteration_time;
+  double tokens_per_s = 0;
+  double tflops_per_gpu = 0;  // model FLOPs (no recompute) per second per GPU, / 1e12
+  double mfu = 0;             // tflops_per_gpu · 1e12 / peak
+  double hfu = 0;             // hardware FLOPs (with recompute) per second per GPU / peak
+
+  std::vector<RankAccount> ranks;  // simulated ranks, in simulation order
+  std::array<Stats, kNumBubbles> bubbles{};  // ns, indexed by Bubble
+  Stats idle;                                // ns, all categories together
+  Stats busy;                                // ns
+  std::array<Stats, kNumPhases> busy_by_phase{};  // ns, indexed by ir::Phase
+  Stats peak_memory;                         // bytes
+  Bytes memory_capacity;                     // 0: unknown
+  int32_t over_capacity_ranks = 0;           // ranks of the job (represented ones included)
+};
+
+Summary summarize(const ir::Program& program, const BubbleAccounting& accounting, std::string cost_model,
+                  bool folded);
+
+// Exposed for tests: statistics of (value, rank, weight) triples.
+struct Sample {
+  int64_t value;
+  int32_t rank;
+  int64_t weight;
+};
+Stats weighted_stats(std::vector<Sample> samples);
+
+}  // namespace lacuna::report

@@ -1,0 +1,181 @@
+#include "sim/report/trace_writer.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "sim/core/error.h"
+#include "sim/report/format.h"
+#include "sim/report/names.h"
+
+namespace lacuna::report {
+
+namespace {
+
+std::string json_quoted(const std::string& s) { return nlohmann::json(s).dump(); }
+
+int32_t peer_of(const ir::Program& program, int32_t rank, int32_t slot) {
+  const ir::RankBinding& b = program.ranks(rank);
+  return slot >= 0 && slot < b.peer_size() ? b.peer(slot) : -1;
+}
+
+std::string_view category(const ir::Op& op) {
+  if (op.has_collective()) return "collective";
+  if (op.has_send()) return "send";
+  if (op.has_recv()) return "recv";
+  return phase_key(op.phase());
+}
+
+}  // namespace
+
+std::string op_name(const ir::Program& program, int32_t rank, const ir::Op& op) {
+  std::string s;
+  if (op.has_compute()) {
+    const ir::Compute& c = op.compute();
+    std::string_view role = role_name(c.role());
+    if (role.empty()) role = op_class_name(c.op_class());
+    s = std::string(phase_letter(op.phase()));
+    const bool per_microbatch = op.phase() >= ir::FORWARD && op.phase() <= ir::RECOMPUTE;
+    if (per_microbatch) s += fmt::format(" mb{}", op.microbatch());
+    if (per_microbatch && program.info().virtual_stages() > 1) s += fmt::format(" c{}", op.chunk());
+    if (op.layer() >= 0) s += fmt::format(" L{}", op.layer());
+    s += fmt::format(" {}", role);
+  } else if (op.has_collective()) {
+    const int32_t slot = op.collective().group_slot();
+    const std::string& slot_name =
+        slot >= 0 && slot < program.group_slots_size() ? program.group_slots(slot).name() : std::string("?");
+    s = fmt::format("{} {}", collective_short(op.collective().kind()), slot_name);
+  } else if (op.has_send()) {
+    s = fmt::format("send→r{} mb{}", peer_of(program, rank, op.send().peer_slot()), op.microbatch());
+  } else if (op.has_recv()) {
+    s = fmt::format("recv←r{} mb{}", peer_of(program, rank, op.recv().peer_slot()), op.microbatch());
+  } else if (op.has_record()) {
+    s = fmt::format("record e{}", op.record().event());
+  } else if (op.has_wait()) {
+    s = fmt::format("wait e{}≥{}", op.wait().event(), op.wait().value());
+  }
+  return s;
+}
+
+TraceWriter::TraceWriter(const ir::Program& program, const std::string& path, RankSpec spec)
+    : program_(program), spec_(std::move(spec)), file_(path) {}
+
+TraceWriter::~TraceWriter() = default;
+
+void TraceWriter::event_prefix() {
+  std::fputs(first_event_ ? "\n" : ",\n", file_.handle());
+  first_event_ = false;
+}
+
+void TraceWriter::on_run_begin(const engine::RunInfo& info) {
+  traced_ = select_simulated_ranks(spec_, program_, info);
+  slot_of_rank_.assign(static_cast<size_t>(program_.ranks_size()), -1);
+  memory_.assign(traced_.size(), 0);
+  slot_names_.clear();
+  for (const ir::Slot& s : program_.group_slots()) slot_names_.push_back(json_quoted(s.name()));
+
+  std::FILE* f = file_.handle();
+  std::fputs("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[", f);
+  std::vector<size_t> represents_count(static_cast<size_t>(program_.ranks_size()), 1);
+  for (size_t i = 0; i < info.simulated_ranks.size() && i < info.represents.size(); ++i) {
+    represents_count[static_cast<size_t>(info.simulated_ranks[i])] = info.represents[i].size();
+  }
+  for (size_t i = 0; i < traced_.size(); ++i) {
+    const int32_t rank = traced_[i];
+    slot_of_rank_[static_cast<size_t>(rank)] = static_cast<int32_t>(i);
+    std::string label = rank_label(program_, rank);
+    const size_t n = represents_count[static_cast<size_t>(rank)];
+    if (n > 1) label += fmt::format(" [stands for {} ranks]", n);
+    event_prefix();
+    fmt::print(f, "{{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":{},\"args\":{{\"name\":{}}}}}", rank,
+               json_quoted(label));
+    event_prefix();
+    fmt::print(f, "{{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":{},\"args\":{{\"sort_index\":{}}}}}", rank,
+               i);
+    const ir::RankClass& cls = program_.classes(program_.ranks(rank).class_id());
+    for (int s = 0; s < cls.streams_size(); ++s) {
+      event_prefix();
+      fmt::print(f, "{{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":{},\"tid\":{},\"args\":{{\"name\":{}}}}}", rank,
+                 s + 1, json_quoted(cls.streams(s).name()));
+      event_prefix();
+      fmt::print(f,
+                 "{{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":{},\"tid\":{},\"args\":{{\"sort_index\":{}}}}}",
+                 rank, s + 1, s);
+    }
+    const ir::MemoryBaseline& m = cls.memory();
+    memory_[i] = m.weights_bytes() + m.gradients_bytes() + m.optimizer_bytes() + m.other_bytes();
+    event_prefix();
+    fmt::print(f, "{{\"ph\":\"C\",\"name\":\"memory\",\"pid\":{},\"ts\":0.000,\"args\":{{\"bytes\":{}}}}}", rank,
+               memory_[i]);
+  }
+}
+
+void TraceWriter::on_op_end(const engine::OpSpan& span) {
+  const int32_t idx = slot_of_rank_[static_cast<size_t>(span.rank)];
+  if (idx < 0) return;
+  const ir::Op& op = *span.ir;
+  if (op.has_record() || op.has_wait()) return;
+  std::FILE* f = file_.handle();
+
+  fmt::memory_buffer args;
+  auto out = std::back_inserter(args);
+  fmt::format_to(out, "\"phase\":\"{}\"", phase_key(op.phase()));
+  if (op.phase() >= ir::FORWARD && op.phase() <= ir::RECOMPUTE) {
+    fmt::format_to(out, ",\"mb\":{},\"chunk\":{}", op.microbatch(), op.chunk());
+  }
+  if (op.layer() >= 0) fmt::format_to(out, ",\"layer\":{}", op.layer());
+  if (op.has_compute()) {
+    fmt::format_to(out, ",\"flops\":{},\"bytes\":{}", op.compute().flops(), op.compute().bytes());
+    if (op.compute().memory_delta_bytes() != 0) {
+      fmt::format_to(out, ",\"memory_delta_bytes\":{}", op.compute().memory_delta_bytes());
+    }
+  } else if (op.has_collective()) {
+    fmt::format_to(out, ",\"bytes\":{}", op.collective().bytes());
+  } else if (op.has_send()) {
+    fmt::format_to(out, ",\"bytes\":{},\"tag\":{}", op.send().bytes(), op.send().tag());
+  } else if (op.has_recv()) {
+    fmt::format_to(out, ",\"bytes\":{},\"tag\":{}", op.recv().bytes(), op.recv().tag());
+  }
+  if (span.start > span.ready) fmt::format_to(out, ",\"waited_us\":{}", micros_exact((span.start - span.ready).count()));
+
+  event_prefix();
+  fmt::print(f, "{{\"ph\":\"X\",\"pid\":{},\"tid\":{},\"ts\":{},\"dur\":{},\"name\":{},\"cat\":\"{}\",\"args\":{{{}}}}}",
+             span.rank, span.stream + 1, micros_exact(span.start.count()), micros_exact((span.end - span.start).count()),
+             json_quoted(op_name(program_, span.rank, op)), category(op), std::string_view(args.data(), args.size()));
+
+  if (op.has_compute() && op.compute().memory_delta_bytes() != 0) {
+    int64_t& mem = memory_[static_cast<size_t>(idx)];
+    mem += op.compute().memory_delta_bytes();
+    event_prefix();
+    fmt::print(f, "{{\"ph\":\"C\",\"name\":\"memory\",\"pid\":{},\"ts\":{},\"args\":{{\"bytes\":{}}}}}", span.rank,
+               micros_exact(span.end.count()), mem);
+  }
+}
+
+void TraceWriter::on_transfer(const engine::OpSpan& send, const engine::OpSpan& recv) {
+  if (slot_of_rank_[static_cast<size_t>(send.rank)] < 0 || slot_of_rank_[static_cast<size_t>(recv.rank)] < 0) return;
+  const uint64_t id = next_flow_++;
+  std::FILE* f = file_.handle();
+  // Both ends sit at the transfer start, inside their slices, so Perfetto binds
+  // the arrow to the send and the recv slice ("bp":"e": enclosing slice).
+  event_prefix();
+  fmt::print(f, "{{\"ph\":\"s\",\"id\":{},\"pid\":{},\"tid\":{},\"ts\":{},\"name\":\"p2p\",\"cat\":\"p2p\"}}", id,
+             send.rank, send.stream + 1, micros_exact(send.start.count()));
+  event_prefix();
+  fmt::print(f,
+             "{{\"ph\":\"f\",\"bp\":\"e\",\"id\":{},\"pid\":{},\"tid\":{},\"ts\":{},\"name\":\"p2p\",\"cat\":\"p2p\"}}",
+             id, recv.rank, recv.stream + 1, micros_exact(recv.start.count()));
+}
+
+void TraceWriter::on_run_end(TimeNs end) {
+  fmt::print(file_.handle(),
+             "\n],\"otherData\":{{\"scenario\":{},\"iteration_time_ns\":{},\"traced_ranks\":{},\"rank_selection\":{}}}}}\n",
+             json_quoted(program_.info().scenario_name()), end.count(), traced_.size(), json_quoted(spec_.text));
+  finished_ = true;
+}
+
+void TraceWriter::commit() {
+  if (!finished_) throw Error("internal: trace committed before the simulation finished");
+  file_.commit();
+}
+
+}  // namespace lacuna::report

@@ -1,0 +1,56 @@
+// Chrome / Perfetto trace JSON (--trace), written while the simulation runs
+// into a temporary file that only appears under its name on commit(), after the
+// run succeeded. Layout (docs/outputs.md): one process per traced rank, one
+// thread per stream, "X" slices in µs with exact ns decimals, flow arrows from
+// each send to its recv, a memory counter per rank. Event records and waits
+// are not drawn.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sim/core/atomic_file.h"
+#include "sim/engine/observer.h"
+#include "sim/proto/program.pb.h"
+#include "sim/report/rank_spec.h"
+
+namespace lacuna::report {
+
+// Trace name of an op, e.g. "F mb3 c1 L14 qkv", "B mb3 L14 fc2", "AG tp",
+// "send→r9 mb3". `rank` resolves peers.
+std::string op_name(const ir::Program& program, int32_t rank, const ir::Op& op);
+
+class TraceWriter : public engine::Observer {
+ public:
+  // Creates the temporary file now (so an unwritable path fails before the run).
+  TraceWriter(const ir::Program& program, const std::string& path, RankSpec spec);
+  ~TraceWriter() override;
+
+  void on_run_begin(const engine::RunInfo& info) override;
+  void on_op_end(const engine::OpSpan& span) override;
+  void on_transfer(const engine::OpSpan& send, const engine::OpSpan& recv) override;
+  void on_run_end(TimeNs end) override;
+
+  // Renames the finished file into place. Call once, after on_run_end.
+  void commit();
+  const std::vector<int32_t>& traced_ranks() const { return traced_; }
+  const std::string& path() const { return file_.path(); }
+
+ private:
+  void event_prefix();
+
+  const ir::Program& program_;
+  RankSpec spec_;
+  AtomicFile file_;
+  std::vector<int32_t> traced_;          // simulated ranks drawn, display order
+  std::vector<int32_t> slot_of_rank_;    // global rank → index into traced_, -1 if not drawn
+  std::vector<int64_t> memory_;          // per traced rank, running bytes
+  std::vector<std::string> slot_names_;  // group slot names, JSON-escaped
+  uint64_t next_flow_ = 1;
+  bool first_event_ = true;
+  bool finished_ = false;
+};
+
+}  // namespace lacuna::report

@@ -1,0 +1,89 @@
+// `lacuna compile SCENARIO -o FILE`: the IR every rank runs, binary or text.
+#include <map>
+#include <memory>
+#include <string>
+
+#include <fmt/format.h>
+#include <google/protobuf/text_format.h>
+
+#include "sim/compiler/compile.h"
+#include "sim/core/atomic_file.h"
+#include "sim/core/error.h"
+#include "sim/report/format.h"
+#include "sim/scenario/scenario.h"
+#include "tools/cli/commands.h"
+
+namespace lacuna::cli {
+
+namespace {
+
+struct CompileOptions {
+  std::string scenario;
+  std::string output;
+  bool text = false;
+};
+
+struct OpCounts {
+  int64_t compute = 0, collective = 0, p2p = 0, events = 0;
+  int64_t total() const { return compute + collective + p2p + events; }
+};
+
+OpCounts count_ops(const ir::RankClass& cls) {
+  OpCounts c;
+  for (const ir::Stream& s : cls.streams()) {
+    for (const ir::Op& op : s.ops()) {
+      if (op.has_compute()) ++c.compute;
+      else if (op.has_collective()) ++c.collective;
+      else if (op.has_send() || op.has_recv()) ++c.p2p;
+      else ++c.events;
+    }
+  }
+  return c;
+}
+
+int run_compile(const CompileOptions& o) {
+  const ir::Program program = compiler::compile(scenario::load_scenario(o.scenario));
+  std::string bytes;
+  if (o.text) {
+    if (!google::protobuf::TextFormat::PrintToString(program, &bytes)) {
+      throw Error("internal: could not print the program in text format");
+    }
+  } else if (!program.SerializeToString(&bytes)) {
+    throw Error(SourceLocation{o.output, 0, 0, {}}, "program too large to serialize (protobuf limit is 2 GiB)",
+                "use `lacuna simulate` on the scenario directly");
+  }
+  write_file_atomically(o.output, bytes);
+
+  std::map<int32_t, int64_t> bound;
+  for (const ir::RankBinding& b : program.ranks()) ++bound[b.class_id()];
+  int64_t total_ops = 0;
+  for (const ir::RankClass& cls : program.classes()) total_ops += count_ops(cls).total();
+  fmt::print("{}: {} ({} format, {} bytes)\n", o.output, program.info().scenario_name(), o.text ? "text" : "binary",
+             bytes.size());
+  fmt::print("  ranks   {}\n  classes {} ({} ops in all)\n  groups  {}\n", program.ranks_size(),
+             program.classes_size(), total_ops, program.groups_size());
+  constexpr int kShown = 24;
+  for (int i = 0; i < program.classes_size() && i < kShown; ++i) {
+    const ir::RankClass& cls = program.classes(i);
+    const OpCounts c = count_ops(cls);
+    fmt::print("    {:<24} {:>6} ranks  {:>8} ops (compute {}, collective {}, p2p {}, event {})\n", cls.name(),
+               bound[i], c.total(), c.compute, c.collective, c.p2p, c.events);
+  }
+  if (program.classes_size() > kShown) fmt::print("    ... and {} more classes\n", program.classes_size() - kShown);
+  fmt::print("  file size {:.2f} MB\n", static_cast<double>(bytes.size()) / 1e6);
+  return 0;
+}
+
+}  // namespace
+
+void add_compile_command(CLI::App& app, Action& action) {
+  auto o = std::make_shared<CompileOptions>();
+  CLI::App* sub = app.add_subcommand("compile", "Compile a scenario into the per-rank program IR");
+  sub->add_option("SCENARIO", o->scenario, "scenario file (.pbtxt, .textproto, .json)")->required();
+  sub->add_option("-o,--output", o->output, "program file to write (binary ir::Program; text with --text)")
+      ->required();
+  sub->add_flag("--text", o->text, "write protobuf text format instead of binary");
+  sub->callback([o, &action] { action = [o] { return run_compile(*o); }; });
+}
+
+}  // namespace lacuna::cli

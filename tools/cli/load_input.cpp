@@ -1,0 +1,45 @@
+#include "tools/cli/load_input.h"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "sim/compiler/compile.h"
+#include "sim/core/error.h"
+#include "sim/engine/simulator.h"
+#include "sim/scenario/scenario.h"
+
+namespace lacuna::cli {
+
+ir::Program load_program_input(const std::string& path) {
+  if (std::filesystem::path(path).extension() == ".pb") {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw Error(SourceLocation{path, 0, 0, {}}, "cannot open the program file", "check the path");
+    std::stringstream buf;
+    buf << in.rdbuf();
+    ir::Program program;
+    if (!program.ParseFromString(buf.str())) {
+      throw Error(SourceLocation{path, 0, 0, {}}, "not a lacuna program (binary ir::Program)",
+                  "write one with `lacuna compile SCENARIO -o FILE.pb`, or pass the scenario itself");
+    }
+    engine::validate_program(program, path);
+    return program;
+  }
+  return compiler::compile(scenario::load_scenario(path));
+}
+
+std::string file_stem_for(const std::string& scenario_name, const std::string& input_path) {
+  std::string name = scenario_name;
+  if (name.empty()) {
+    name = std::filesystem::path(input_path).stem().string();
+  }
+  for (char& c : name) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+                    c == '_' || c == '.';
+    if (!ok) c = '_';
+  }
+  if (name.empty() || name.front() == '.') name = "lacuna" + name;
+  return name;
+}
+
+}  // namespace lacuna::cli

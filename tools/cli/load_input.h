@@ -1,0 +1,19 @@
+// What `lacuna simulate` accepts: a scenario (compiled here) or a program
+// written by `lacuna compile`.
+#pragma once
+
+#include <string>
+
+#include "sim/proto/program.pb.h"
+
+namespace lacuna::cli {
+
+// .pb: a binary ir::Program, validated with engine::validate_program.
+// Anything else: a scenario file (.pbtxt, .textproto, .json), loaded and compiled.
+// Throws lacuna::Error for anything the user can fix.
+ir::Program load_program_input(const std::string& path);
+
+// A file-name-safe version of a scenario name ("gpt3 175b/x" → "gpt3_175b_x").
+std::string file_stem_for(const std::string& scenario_name, const std::string& input_path);
+
+}  // namespace lacuna::cli
