@@ -85,7 +85,6 @@ ir::Program compile(const scenario::LoadedScenario& scenario) {
   *program.mutable_cluster() = spec.cluster();
   add_rank_layout(RankLayout(dims, par.rank_order()), static_cast<int32_t>(gpus_per_node), program);
 
-  double hardware_flops = 0;
   for (int32_t r = 0; r < dims.pp; ++r) {
     StageInputs in = base;
     in.pp_rank = r;
@@ -103,7 +102,6 @@ ir::Program compile(const scenario::LoadedScenario& scenario) {
     mem->set_weights_bytes(state.weights);
     mem->set_gradients_bytes(state.gradients);
     mem->set_optimizer_bytes(state.optimizer);
-    hardware_flops += stage.flops * static_cast<double>(dims.tp) * dims.cp * dims.dp;
     *program.add_classes() = std::move(stage.rank_class);
   }
 
@@ -115,7 +113,8 @@ ir::Program compile(const scenario::LoadedScenario& scenario) {
   info->set_tokens_per_iteration(global_batch * spec.model().llm().seq_length());
   info->set_model_flops_per_iteration(
       model::model_flops_per_iteration(base.shape, spec.model().llm().num_layers(), global_batch));
-  info->set_hardware_flops_per_iteration(hardware_flops);
+  info->set_hardware_flops_per_iteration(model::hardware_flops_per_iteration(
+      base.shape, spec.model().llm().num_layers(), global_batch, par.recompute()));
   const auto precision =
       spec.training().precision() == scenario::PRECISION_UNSPECIFIED ? scenario::BF16 : spec.training().precision();
   info->set_precision(precision);

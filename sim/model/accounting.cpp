@@ -52,4 +52,18 @@ double model_flops_per_iteration(const LayerShape& s, int64_t num_layers, int64_
   return 3.0 * static_cast<double>(global_batch) * forward;
 }
 
+double hardware_flops_per_iteration(const LayerShape& s, int64_t num_layers, int64_t global_batch,
+                                    scenario::Recompute recompute) {
+  const LayerShape one = unsharded(s, 1);
+  double repeated_per_layer = 0;
+  if (recompute == scenario::RECOMPUTE_FULL) {
+    repeated_per_layer = layer_model_flops_forward(one);
+  } else if (recompute == scenario::RECOMPUTE_SELECTIVE) {
+    repeated_per_layer = 4.0 * static_cast<double>(one.tokens()) * static_cast<double>(one.seq_length) *
+                         static_cast<double>(one.q_width());
+  }
+  return model_flops_per_iteration(s, num_layers, global_batch) +
+         static_cast<double>(global_batch) * static_cast<double>(num_layers) * repeated_per_layer;
+}
+
 }  // namespace lacuna::model

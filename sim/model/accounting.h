@@ -34,4 +34,11 @@ double head_model_flops_forward(const LayerShape& s);
 // 72·B·s·l·h²·(1 + s/(6h) + V/(12hl)).
 double model_flops_per_iteration(const LayerShape& s, int64_t num_layers, int64_t global_batch);
 
+// HFU numerator: model FLOPs plus the forward work recompute repeats, in the
+// same convention (attention as the full s²). Full recompute repeats every
+// layer's forward, which gives PTD-P eq. 3, 96·B·s·l·h²·(1 + s/(6h) +
+// V/(16lh)); selective repeats the attention core, 4·B·s²·h per layer.
+double hardware_flops_per_iteration(const LayerShape& s, int64_t num_layers, int64_t global_batch,
+                                    scenario::Recompute recompute);
+
 }  // namespace lacuna::model
