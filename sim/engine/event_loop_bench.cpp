@@ -17,9 +17,10 @@ struct Payload {
 };
 
 // Steady state of a discrete-event loop: pop one, schedule one a little later.
+template <class Queue>
 void BM_QueuePopPush(benchmark::State& state) {
   const size_t pending = static_cast<size_t>(state.range(0));
-  HeapEventQueue<Payload> q(pending);
+  Queue q(pending);
   // xorshift: the generator must cost little next to the queue.
   uint64_t x = 88172645463325252ULL;
   auto next = [&x] {
@@ -36,7 +37,8 @@ void BM_QueuePopPush(benchmark::State& state) {
   }
   state.SetItemsProcessed(state.iterations());
 }
-BENCHMARK(BM_QueuePopPush)->Arg(64)->Arg(4096)->Arg(32768);
+BENCHMARK(BM_QueuePopPush<HeapEventQueue<Payload>>)->Arg(64)->Arg(4096)->Arg(32768);
+BENCHMARK(BM_QueuePopPush<RadixEventQueue<Payload>>)->Arg(64)->Arg(4096)->Arg(32768);
 
 // Synthetic Megatron-shaped job: state.range(0) = tp, (1) = pp, (2) = dp,
 // (3) = layers per stage; 8 microbatches.

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -13,7 +15,7 @@ namespace {
 template <class Queue>
 class EventQueueTest : public ::testing::Test {};
 
-using Queues = ::testing::Types<HeapEventQueue<int>, ReferenceEventQueue<int>>;
+using Queues = ::testing::Types<HeapEventQueue<int>, RadixEventQueue<int>, ReferenceEventQueue<int>>;
 TYPED_TEST_SUITE(EventQueueTest, Queues);
 
 TYPED_TEST(EventQueueTest, EmptyQueuePopsNothing) {
@@ -101,10 +103,11 @@ TYPED_TEST(EventQueueTest, RescheduleByCancelMovesCompletion) {
 // Random interleavings of schedule / pop / cancel give identical observable
 // behaviour on the heap and on the reference. Times come from a small range so
 // that ties are frequent.
-TEST(EventQueueProperty, HeapMatchesReferenceOnRandomOperations) {
+template <class Queue>
+void matches_reference_on_random_operations() {
   for (uint64_t seed = 1; seed <= 40; ++seed) {
     std::mt19937_64 rng(seed);
-    HeapEventQueue<int> heap;
+    Queue heap;
     ReferenceEventQueue<int> ref;
     std::vector<EventId> heap_ids, ref_ids;
     int64_t now = 0;
@@ -144,6 +147,53 @@ TEST(EventQueueProperty, HeapMatchesReferenceOnRandomOperations) {
     }
     EXPECT_FALSE(ref.pop(b));
   }
+}
+
+TEST(EventQueueProperty, HeapMatchesReferenceOnRandomOperations) {
+  matches_reference_on_random_operations<HeapEventQueue<int>>();
+}
+
+TEST(EventQueueProperty, RadixMatchesReferenceOnRandomOperations) {
+  matches_reference_on_random_operations<RadixEventQueue<int>>();
+}
+
+TEST(EventQueueProperty, RadixRejectsSchedulingIntoThePast) {
+  RadixEventQueue<int> q;
+  q.schedule(TimeNs(10), 1);
+  ScheduledEvent<int> e;
+  ASSERT_TRUE(q.pop(e));
+  q.schedule(TimeNs(10), 2);  // same time, later seq: allowed
+  EXPECT_THROW(q.schedule(TimeNs(9), 3), Error);
+}
+
+// Times spread over the whole int64 range exercise every radix bucket.
+TEST(EventQueueProperty, RadixOrdersExtremeTimes) {
+  RadixEventQueue<int> q;
+  ReferenceEventQueue<int> ref;
+  std::mt19937_64 rng(5);
+  int64_t now = std::numeric_limits<int64_t>::min() / 2;
+  for (int i = 0; i < 3000; ++i) {
+    if (rng() % 3 != 0) {
+      int64_t delta = static_cast<int64_t>(rng() >> (2 + rng() % 62));
+      delta = std::min(delta, std::numeric_limits<int64_t>::max() - now);
+      const int64_t t = now + delta;
+      q.schedule(TimeNs(t), i);
+      ref.schedule(TimeNs(t), i);
+    } else {
+      ScheduledEvent<int> a, b;
+      ASSERT_EQ(q.pop(a), ref.pop(b));
+      if (a.id.seq != 0) {
+        ASSERT_EQ(a.id.seq, b.id.seq);
+        now = a.time.count();
+      }
+    }
+  }
+  ScheduledEvent<int> a, b;
+  while (q.pop(a)) {
+    ASSERT_TRUE(ref.pop(b));
+    ASSERT_EQ(a.id.seq, b.id.seq);
+  }
+  EXPECT_FALSE(ref.pop(b));
 }
 
 TEST(EventQueueProperty, HeapSortsLargeRandomInput) {

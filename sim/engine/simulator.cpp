@@ -155,7 +155,7 @@ void Simulator::Impl::reset() {
   worklist.clear();
   worklist.reserve(streams.size());
   // Pending events never exceed one per stream plus one per collective/transfer.
-  queue = HeapEventQueue<EngineEvent>(streams.size() + 16);
+  queue = RadixEventQueue<EngineEvent>(streams.size() + 16);
   now = TimeNs::zero();
   last_end = TimeNs::zero();
   events = 0;

@@ -33,21 +33,22 @@ enum class StreamStatus : uint8_t {
   kDone,
 };
 
-struct StreamState {
+// One cache line per stream (the event loop touches one stream per op).
+struct alignas(64) StreamState {
   uint32_t rank = 0;   // simulated-rank index
   int32_t local = 0;   // stream index within the class
   uint32_t begin = 0;  // class op range of this stream
   uint32_t cursor = 0;
   uint32_t end = 0;
-  StreamStatus status = StreamStatus::kIdle;
   uint32_t comm = 0;  // collective instance or mailbox while kBlockedComm
+  int32_t prev_op = -1;  // the last finished op, for WaitCause
+  StreamStatus status = StreamStatus::kIdle;
   TimeNs ready;
   TimeNs start;
-  // The last finished op, for WaitCause.
-  int32_t prev_op = -1;
   TimeNs prev_start;
   TimeNs prev_end;
 };
+static_assert(sizeof(StreamState) == 64);
 
 struct SimRank {
   int32_t rank = 0;  // global
@@ -174,7 +175,7 @@ struct Simulator::Impl {
   std::vector<Transfer> transfers;
   std::vector<uint32_t> free_transfers;
   std::vector<uint32_t> worklist;
-  HeapEventQueue<EngineEvent> queue;
+  RadixEventQueue<EngineEvent> queue;
   TimeNs now;
   TimeNs last_end;
   uint64_t events = 0;
