@@ -37,6 +37,9 @@ cost::LayerActivationInputs activation_inputs(const model::LayerShape& s, scenar
   a.cp = s.cp;
   a.sequence_parallel = s.sequence_parallel;
   a.recompute = recompute;
+  // The unfused core attention keeps its s² softmax / dropout tensors (SAR's
+  // 5·a·s/h term, unless recomputed).
+  a.flash_attention = !s.unfused_attention;
   return a;
 }
 

@@ -195,6 +195,54 @@ TEST(Compile, ExecutedAndConventionFlopsMatchTheClosedForms) {
   EXPECT_NEAR(layer_gemm_flops(full) / layer_gemm_flops(build(s)), 4.0 / 3.0, 1e-12);
 }
 
+// Megatron-LM's unfused core attention: the four batched GEMMs compute the
+// whole s² (no causal skipping), backward = 2 × forward; HFU / MFU unchanged.
+TEST(Compile, UnfusedAttentionExecutesTheFullScoreMatrix) {
+  Small s;
+  s.sp = true;
+  s.unfused_attention = true;
+  s.hidden_dropout = 0.1;
+  s.attention_dropout = 0.1;
+  const double B = static_cast<double>(s.global_batch), sq = s.seq, h = s.hidden, L = s.layers, V = s.vocab;
+  const double gemm = 24 * sq * h * h;
+  const double attn = 4 * sq * sq * h;  // QKᵀ + P·V over all s² scores
+  const double logits = 2 * sq * h * V;
+  const ir::Program p = build(s);
+  EXPECT_NEAR(class_flops(p) / (B * (L * 3 * (gemm + attn) + 3 * logits)), 1.0, 1e-12);
+  const double eq7 = 72 * B * sq * L * h * h * (1 + sq / (6 * h) + V / (12 * h * L));
+  EXPECT_NEAR(p.info().model_flops_per_iteration() / eq7, 1.0, 1e-12);
+  EXPECT_DOUBLE_EQ(p.info().hardware_flops_per_iteration(), p.info().model_flops_per_iteration());
+  for (const auto& c : p.classes())
+    for (const auto& op : find_stream(c, "compute")->ops())
+      if (op.has_compute()) EXPECT_NE(op.compute().op_class(), ir::ATTENTION);
+
+  s.recompute = scenario::RECOMPUTE_SELECTIVE;
+  const ir::Program selective = build(s);
+  EXPECT_NEAR(class_flops(selective) / (B * (L * (3 * gemm + 4 * attn) + 3 * logits)), 1.0, 1e-12);
+}
+
+// The unfused path keeps the softmax output, dropout mask and dropout output
+// per score (SAR's 5·a·s²·b / t bytes per layer) unless recomputed.
+TEST(Compile, UnfusedAttentionKeepsTheScoresBetweenForwardAndBackward) {
+  auto allocated = [](const ir::Program& p) {
+    int64_t total = 0;
+    for (const auto& op : find_stream(p.classes(0), "compute")->ops())
+      if (op.has_compute() && op.compute().memory_delta_bytes() > 0) total += op.compute().memory_delta_bytes();
+    return total;
+  };
+  Small s;
+  const ir::Program flash = build(s);
+  s.unfused_attention = true;
+  const ir::Program unfused = build(s);
+  const int64_t layer_passes = static_cast<int64_t>(units(unfused.classes(0), ir::FORWARD).size());
+  ASSERT_GT(layer_passes, 0);
+  EXPECT_EQ(allocated(unfused) - allocated(flash), layer_passes * 5 * s.heads * s.seq * s.seq * s.micro_batch / s.tp);
+  s.recompute = scenario::RECOMPUTE_SELECTIVE;
+  const ir::Program selective = build(s);
+  s.unfused_attention = false;
+  EXPECT_EQ(allocated(selective), allocated(build(s)));
+}
+
 TEST(Compile, MemoryDeltasBalancePerClass) {
   for (auto recompute : {scenario::RECOMPUTE_NONE, scenario::RECOMPUTE_SELECTIVE, scenario::RECOMPUTE_FULL})
     for (const Small& base : kSchedules) {

@@ -19,6 +19,8 @@ struct Small {
   int64_t global_batch = 16, micro_batch = 2;
   scenario::ScheduleKind schedule = scenario::ONE_F_ONE_B;
   scenario::Recompute recompute = scenario::RECOMPUTE_NONE;
+  bool unfused_attention = false;
+  double hidden_dropout = 0, attention_dropout = 0;
   std::string rank_order;
   int64_t gpus_per_node = 8;
 };
@@ -74,6 +76,9 @@ inline scenario::LoadedScenario make_scenario(const Small& s) {
   llm->set_seq_length(s.seq);
   llm->set_parallel_attention_mlp(s.parallel_attn);
   llm->set_linear_bias(true);
+  if (s.unfused_attention) llm->set_attention_kernel(scenario::Transformer::ATTENTION_UNFUSED);
+  llm->set_hidden_dropout(s.hidden_dropout);
+  llm->set_attention_dropout(s.attention_dropout);
   const int64_t world = s.tp * s.cp * s.pp * s.dp;
   *spec.mutable_cluster() = test_cluster((world + s.gpus_per_node - 1) / s.gpus_per_node, s.gpus_per_node);
   auto* par = spec.mutable_parallel();

@@ -16,6 +16,15 @@ Kernel gemm(ir::KernelRole role, ir::Phase phase, int64_t m, int64_t n, int64_t 
   return g;
 }
 
+Kernel batched_gemm(ir::KernelRole role, ir::Phase phase, int64_t batch, int64_t m, int64_t n, int64_t k) {
+  Kernel g = gemm(role, phase, m, n, k);
+  const double bd = static_cast<double>(batch);
+  g.flops *= bd;
+  g.bytes *= bd;
+  if (batch > 1) g.shape.push_back(batch);
+  return g;
+}
+
 namespace {
 
 // Q (and O, dO, dQ) and K (and V, dK, dV) sizes in bytes, plus the fp32

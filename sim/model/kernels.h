@@ -27,6 +27,11 @@ inline constexpr int64_t kFp32 = 4;
 // C[m,n] = A[m,k]·B[k,n]: 2·m·n·k FLOPs; reads A and B, writes C once.
 Kernel gemm(ir::KernelRole role, ir::Phase phase, int64_t m, int64_t n, int64_t k);
 
+// `batch` independent C[m,n] = A[m,k]·B[k,n] (one cuBLAS strided-batched
+// call): 2·batch·m·n·k FLOPs, each operand read and the result written once
+// per batch entry. Shape [m, n, k, batch] (batch omitted when 1).
+Kernel batched_gemm(ir::KernelRole role, ir::Phase phase, int64_t batch, int64_t m, int64_t n, int64_t k);
+
 // FlashAttention forward over batch × heads, seq_q × seq_kv, with kv_heads
 // key/value heads (GQA). FLOPs: 4·b·sq·skv·heads·d, halved when causal.
 Kernel attention_forward(ir::Phase phase, int64_t batch, int64_t heads, int64_t kv_heads, int64_t seq_q,

@@ -21,9 +21,21 @@ Kernel norm(const LayerShape& s, ir::KernelRole role, Phase phase, bool backward
 // Bias-dropout-add forward (read branch and residual, write sum); its backward
 // is the accumulation of the two gradient paths where they meet at the norm
 // input (read both, write one). `operands` = tensors added, 2 or 3.
-Kernel residual(const LayerShape& s, ir::KernelRole role, Phase phase, int operands) {
+// Hidden dropout (p > 0) on the `branches` dropped branches (attention and /
+// or MLP output) adds per branch and element: forward the 1-byte mask written
+// (the fused kernel already streams the branch and the residual); backward
+// the dropout's own pass, read dY and the mask, write the branch gradient
+// (2 + 1 + 2 bytes), which autograd runs before the branch's backward and so
+// cannot share this kernel's reads.
+Kernel residual(const LayerShape& s, ir::KernelRole role, Phase phase, int operands, int branches) {
   const int64_t elements = s.sp_tokens() * s.hidden;
-  return memory_bound(ir::RESIDUAL_ADD, role, phase, {elements}, d(elements), operands + 1);
+  Kernel k = memory_bound(ir::RESIDUAL_ADD, role, phase, {elements}, d(elements), operands + 1);
+  if (s.hidden_dropout > 0) {
+    const bool backward = phase == ir::BACKWARD_INPUT;
+    const double per_branch = backward ? kBf16 + 1 + kBf16 : 1;
+    k.bytes += d(elements) * branches * per_branch;
+  }
+  return k;
 }
 
 Kernel activation(const LayerShape& s, Phase phase, bool backward) {
@@ -55,6 +67,70 @@ Kernel attention_fwd(const LayerShape& s, Phase phase) {
   // of the causal work per rank.
   return attention_forward(phase, s.micro_batch, s.heads_per_rank(), s.kv_heads_per_rank(), s.seq_per_rank(),
                            s.seq_length, s.head_dim(), s.causal);
+}
+
+// Megatron-LM's unfused CoreAttention on this rank: batch·heads = b·a_r score
+// matrices of s_c × s (CP: the local queries against the whole sequence, as
+// for the fused kernel), all computed (the mask does not skip work) and
+// materialised in HBM. GQA's K and V are read per query head (Megatron
+// expands them). docs/kernels.md.
+struct Unfused {
+  int64_t batch, sq, skv, d;
+  double scores() const { return d_(batch) * d_(sq) * d_(skv); }
+  static double d_(int64_t v) { return static_cast<double>(v); }
+};
+
+Unfused unfused(const LayerShape& s) {
+  return {s.micro_batch * s.heads_per_rank(), s.seq_per_rank(), s.seq_length, s.head_dim()};
+}
+
+// S = QKᵀ, P = softmax(mask(S/√d)), P' = dropout(P), O = P'·V.
+void attention_unfused_fwd(std::vector<Step>& st, const LayerShape& s, Phase phase) {
+  const Unfused u = unfused(s);
+  st.emplace_back(batched_gemm(ir::ROLE_ATTN_SCORES, phase, u.batch, u.sq, u.skv, u.d));
+  // Scale-mask-softmax: read S, write P (the causal mask is generated in the
+  // kernel, not read).
+  st.emplace_back(memory_bound(ir::SOFTMAX, ir::ROLE_ATTN_SOFTMAX, phase, {u.batch * u.sq, u.skv}, u.scores(), 2));
+  if (s.attention_dropout > 0) {
+    // Read P, write P' and the 1-byte mask.
+    st.emplace_back(memory_bound(ir::ELEMENTWISE, ir::ROLE_ATTN_DROPOUT, phase, {u.batch * u.sq * u.skv}, u.scores(),
+                                 kBf16 + kBf16 + 1, 1));
+  }
+  st.emplace_back(batched_gemm(ir::ROLE_ATTN_CONTEXT, phase, u.batch, u.sq, u.d, u.skv));
+}
+
+// Autograd order: dP' = dO·Vᵀ, dV = P'ᵀ·dO, dropout backward, softmax
+// backward, dQ = dS·K, dK = dSᵀ·Q. All B: attention has no weights.
+void attention_unfused_bwd(std::vector<Step>& st, const LayerShape& s) {
+  constexpr Phase kB = ir::BACKWARD_INPUT;
+  const Unfused u = unfused(s);
+  st.emplace_back(batched_gemm(ir::ROLE_ATTN_CONTEXT, kB, u.batch, u.sq, u.skv, u.d));  // dP'
+  st.emplace_back(batched_gemm(ir::ROLE_ATTN_CONTEXT, kB, u.batch, u.skv, u.d, u.sq));  // dV
+  if (s.attention_dropout > 0) {
+    // Read dP' and the mask, write dP.
+    st.emplace_back(memory_bound(ir::ELEMENTWISE, ir::ROLE_ATTN_DROPOUT, kB, {u.batch * u.sq * u.skv}, u.scores(),
+                                 kBf16 + 1 + kBf16, 1));
+  }
+  // Read P and dP, write dS.
+  st.emplace_back(memory_bound(ir::SOFTMAX, ir::ROLE_ATTN_SOFTMAX, kB, {u.batch * u.sq, u.skv}, u.scores(), 3));
+  st.emplace_back(batched_gemm(ir::ROLE_ATTN_SCORES, kB, u.batch, u.sq, u.d, u.skv));  // dQ
+  st.emplace_back(batched_gemm(ir::ROLE_ATTN_SCORES, kB, u.batch, u.skv, u.d, u.sq));  // dK
+}
+
+void attention_core_fwd(std::vector<Step>& st, const LayerShape& s, Phase phase) {
+  if (s.unfused_attention)
+    attention_unfused_fwd(st, s, phase);
+  else
+    st.emplace_back(attention_fwd(s, phase));
+}
+
+void attention_core_bwd(std::vector<Step>& st, const LayerShape& s) {
+  if (s.unfused_attention) {
+    attention_unfused_bwd(st, s);
+    return;
+  }
+  st.emplace_back(attention_backward(s.micro_batch, s.heads_per_rank(), s.kv_heads_per_rank(), s.seq_per_rank(),
+                                     s.seq_length, s.head_dim(), s.causal));
 }
 
 // Megatron's f / g conjugate operators. `before_linear`: f (identity forward,
@@ -110,7 +186,7 @@ std::vector<Step> layer_forward(const LayerShape& s, Phase phase) {
   add_tp(st, s, true, phase);
   st.emplace_back(linear_fwd(s, ir::ROLE_QKV, phase, h, s.qkv_width()));
   add_cp(st, s, phase);
-  st.emplace_back(attention_fwd(s, phase));
+  attention_core_fwd(st, s, phase);
   st.emplace_back(linear_fwd(s, ir::ROLE_ATTN_PROJ, phase, s.q_width(), h));
   if (s.parallel_attention_mlp) {
     // y = x + Attn(LN(x)) + MLP(LN(x)): FC1 reads the same gathered norm
@@ -119,18 +195,18 @@ std::vector<Step> layer_forward(const LayerShape& s, Phase phase) {
     st.emplace_back(activation(s, phase, false));
     st.emplace_back(linear_fwd(s, ir::ROLE_FC2, phase, s.ffn_per_rank(), h));
     add_tp(st, s, false, phase);
-    st.emplace_back(residual(s, ir::ROLE_RESIDUAL_MLP, phase, 3));
+    st.emplace_back(residual(s, ir::ROLE_RESIDUAL_MLP, phase, 3, 2));
     return st;
   }
   add_tp(st, s, false, phase);
-  st.emplace_back(residual(s, ir::ROLE_RESIDUAL_ATTN, phase, 2));
+  st.emplace_back(residual(s, ir::ROLE_RESIDUAL_ATTN, phase, 2, 1));
   st.emplace_back(norm(s, ir::ROLE_NORM_MLP, phase, false));
   add_tp(st, s, true, phase);
   st.emplace_back(linear_fwd(s, ir::ROLE_FC1, phase, h, s.fc1_width()));
   st.emplace_back(activation(s, phase, false));
   st.emplace_back(linear_fwd(s, ir::ROLE_FC2, phase, s.ffn_per_rank(), h));
   add_tp(st, s, false, phase);
-  st.emplace_back(residual(s, ir::ROLE_RESIDUAL_MLP, phase, 2));
+  st.emplace_back(residual(s, ir::ROLE_RESIDUAL_MLP, phase, 2, 1));
   return st;
 }
 
@@ -143,9 +219,8 @@ std::vector<Step> layer_backward(const LayerShape& s, scenario::Recompute recomp
     st.emplace_back(linear_dgrad(s, ir::ROLE_ATTN_PROJ, s.q_width(), h));
     st.emplace_back(linear_wgrad(s, ir::ROLE_ATTN_PROJ, s.q_width(), h));
     add_cp(st, s, kB);
-    if (recompute == scenario::RECOMPUTE_SELECTIVE) st.emplace_back(attention_fwd(s, ir::RECOMPUTE));
-    st.emplace_back(attention_backward(s.micro_batch, s.heads_per_rank(), s.kv_heads_per_rank(), s.seq_per_rank(),
-                                       s.seq_length, s.head_dim(), s.causal));
+    if (recompute == scenario::RECOMPUTE_SELECTIVE) attention_core_fwd(st, s, ir::RECOMPUTE);
+    attention_core_bwd(st, s);
     st.emplace_back(linear_dgrad(s, ir::ROLE_QKV, h, s.qkv_width()));
   };
   auto mlp_block = [&] {
@@ -162,7 +237,7 @@ std::vector<Step> layer_backward(const LayerShape& s, scenario::Recompute recomp
     add_tp(st, s, true, kB);  // one reduction of dX(FC1) + dX(QKV)
     st.emplace_back(linear_wgrad(s, ir::ROLE_QKV, h, s.qkv_width()));
     st.emplace_back(norm(s, ir::ROLE_NORM_ATTN, kB, true));
-    st.emplace_back(residual(s, ir::ROLE_RESIDUAL_MLP, kB, 2));
+    st.emplace_back(residual(s, ir::ROLE_RESIDUAL_MLP, kB, 2, 2));  // both branches' dropout
     return st;
   }
   add_tp(st, s, false, kB);
@@ -170,13 +245,13 @@ std::vector<Step> layer_backward(const LayerShape& s, scenario::Recompute recomp
   add_tp(st, s, true, kB);
   st.emplace_back(linear_wgrad(s, ir::ROLE_FC1, h, s.fc1_width()));
   st.emplace_back(norm(s, ir::ROLE_NORM_MLP, kB, true));
-  st.emplace_back(residual(s, ir::ROLE_RESIDUAL_MLP, kB, 2));
+  st.emplace_back(residual(s, ir::ROLE_RESIDUAL_MLP, kB, 2, 1));
   add_tp(st, s, false, kB);
   attention_block();
   add_tp(st, s, true, kB);
   st.emplace_back(linear_wgrad(s, ir::ROLE_QKV, h, s.qkv_width()));
   st.emplace_back(norm(s, ir::ROLE_NORM_ATTN, kB, true));
-  st.emplace_back(residual(s, ir::ROLE_RESIDUAL_ATTN, kB, 2));
+  st.emplace_back(residual(s, ir::ROLE_RESIDUAL_ATTN, kB, 2, 1));
   return st;
 }
 

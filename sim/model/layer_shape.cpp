@@ -22,6 +22,9 @@ LayerShape layer_shape(const scenario::Scenario& spec) {
   // biases) use learned absolute positions, the bias-free Llama family rotary
   // ones. docs/kernels.md names this rule.
   s.learned_positions = llm.linear_bias();
+  s.unfused_attention = llm.attention_kernel() == scenario::Transformer::ATTENTION_UNFUSED;
+  s.hidden_dropout = llm.hidden_dropout();
+  s.attention_dropout = llm.attention_dropout();
   s.tp = par.tp() > 0 ? par.tp() : 1;
   s.cp = par.cp() > 0 ? par.cp() : 1;
   s.sequence_parallel = par.sequence_parallel() && s.tp > 1;

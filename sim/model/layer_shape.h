@@ -24,6 +24,12 @@ struct LayerShape {
   bool linear_bias = false;
   // Learned absolute position embeddings (GPT-2/3) rather than rotary ones.
   bool learned_positions = false;
+  // Megatron-LM's unfused CoreAttention (QKᵀ GEMM, softmax, dropout, P·V
+  // GEMM over materialised s×s scores) instead of one FlashAttention kernel.
+  bool unfused_attention = false;
+  // Dropout probabilities: > 0 adds the dropout work (docs/kernels.md).
+  double hidden_dropout = 0;
+  double attention_dropout = 0;
   int64_t tp = 1;
   int64_t cp = 1;
   bool sequence_parallel = false;

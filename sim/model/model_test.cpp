@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 
@@ -207,6 +208,185 @@ TEST(Kernels, GemmAndAttentionFormulas) {
   const Kernel opt = adam_step(1000);
   EXPECT_EQ(opt.op_class, ir::OPTIMIZER);
   EXPECT_DOUBLE_EQ(opt.bytes, 30.0 * 1000);
+}
+
+// ---- Megatron-LM's unfused core attention and dropout (docs/kernels.md).
+
+LayerShape unfused_gpt3(int64_t b, int64_t tp, bool dropout) {
+  LayerShape s = gpt3(b);
+  s.tp = tp;
+  s.unfused_attention = true;
+  s.hidden_dropout = dropout ? 0.1 : 0;
+  s.attention_dropout = dropout ? 0.1 : 0;
+  return s;
+}
+
+bool core_attention(ir::KernelRole r) {
+  return r == ir::ROLE_ATTN_SCORES || r == ir::ROLE_ATTN_SOFTMAX || r == ir::ROLE_ATTN_DROPOUT ||
+         r == ir::ROLE_ATTN_CONTEXT;
+}
+
+std::vector<Kernel> kernels(const std::vector<Step>& steps, ir::Phase phase, bool core) {
+  std::vector<Kernel> out;
+  for (const Step& st : steps)
+    if (const auto* k = std::get_if<Kernel>(&st); k && k->phase == phase && core_attention(k->role) == core)
+      out.push_back(*k);
+  return out;
+}
+
+TEST(UnfusedAttention, BatchedGemmsComputeTheWholeScoreMatrix) {
+  for (int64_t tp : {1, 8}) {
+    const LayerShape s = unfused_gpt3(2, tp, true);
+    const double b = 2, a = 96, sq = 2048, d = 128, t = static_cast<double>(tp);
+    const auto fwd = kernels(layer_forward(s), ir::FORWARD, true);
+    ASSERT_EQ(fwd.size(), 4u);
+    EXPECT_EQ(fwd[0].role, ir::ROLE_ATTN_SCORES);
+    EXPECT_EQ(fwd[1].role, ir::ROLE_ATTN_SOFTMAX);
+    EXPECT_EQ(fwd[2].role, ir::ROLE_ATTN_DROPOUT);
+    EXPECT_EQ(fwd[3].role, ir::ROLE_ATTN_CONTEXT);
+    const double per_gemm = 2 * b * (a / t) * sq * sq * d;
+    const double batch = b * a / t;
+    EXPECT_EQ(fwd[0].op_class, ir::GEMM);
+    EXPECT_DOUBLE_EQ(fwd[0].flops, per_gemm);
+    EXPECT_DOUBLE_EQ(fwd[0].bytes, batch * 2 * (sq * d + d * sq + sq * sq));  // read Q, K; write S
+    EXPECT_EQ(fwd[0].shape, (std::vector<int64_t>{2048, 2048, 128, 2 * 96 / tp}));
+    EXPECT_DOUBLE_EQ(fwd[3].flops, per_gemm);
+    EXPECT_DOUBLE_EQ(fwd[3].bytes, batch * 2 * (sq * sq + sq * d + sq * d));  // read P', V; write O
+    // QKᵀ + P·V = 4·b·a·s²·d / t: twice the causal flash forward.
+    const double forward = fwd[0].flops + fwd[3].flops;
+    EXPECT_DOUBLE_EQ(forward, 4 * b * a * sq * sq * d / t);
+    LayerShape flash = s;
+    flash.unfused_attention = false;
+    EXPECT_DOUBLE_EQ(forward, 2 * sum(layer_forward(flash)).attention);
+    EXPECT_EQ(sum(layer_forward(s)).attention, 0) << "no fused ATTENTION kernel";
+
+    const auto bwd = kernels(layer_backward(s, scenario::RECOMPUTE_NONE), ir::BACKWARD_INPUT, true);
+    ASSERT_EQ(bwd.size(), 6u);
+    double backward = 0;
+    for (const auto& k : bwd) backward += k.flops;
+    EXPECT_DOUBLE_EQ(backward, 2 * forward);
+    EXPECT_EQ(kernels(layer_backward(s, scenario::RECOMPUTE_NONE), ir::BACKWARD_WEIGHT, true).size(), 0u);
+  }
+}
+
+TEST(UnfusedAttention, SoftmaxAndDropoutBytes) {
+  const LayerShape s = unfused_gpt3(2, 8, true);
+  const double scores = 2.0 * (96 / 8) * 2048 * 2048;  // b·a_r·s²
+  const auto fwd = kernels(layer_forward(s), ir::FORWARD, true);
+  EXPECT_EQ(fwd[1].op_class, ir::SOFTMAX);
+  EXPECT_EQ(fwd[1].shape, (std::vector<int64_t>{2 * 12 * 2048, 2048}));
+  EXPECT_DOUBLE_EQ(fwd[1].bytes, scores * (2 + 2));      // read S, write P
+  EXPECT_EQ(fwd[2].op_class, ir::ELEMENTWISE);
+  EXPECT_DOUBLE_EQ(fwd[2].bytes, scores * (2 + 2 + 1));  // read P, write P' and the mask
+  for (const auto& k : fwd) EXPECT_TRUE(k.op_class == ir::GEMM || k.flops == 0);
+
+  const auto bwd = kernels(layer_backward(s, scenario::RECOMPUTE_NONE), ir::BACKWARD_INPUT, true);
+  const std::vector<ir::KernelRole> order = {ir::ROLE_ATTN_CONTEXT, ir::ROLE_ATTN_CONTEXT, ir::ROLE_ATTN_DROPOUT,
+                                             ir::ROLE_ATTN_SOFTMAX, ir::ROLE_ATTN_SCORES, ir::ROLE_ATTN_SCORES};
+  for (size_t i = 0; i < order.size(); ++i) EXPECT_EQ(bwd[i].role, order[i]) << i;
+  EXPECT_DOUBLE_EQ(bwd[2].bytes, scores * (2 + 1 + 2));  // read dP' and mask, write dP
+  EXPECT_DOUBLE_EQ(bwd[3].bytes, scores * (2 + 2 + 2));  // read P, dP; write dS
+
+  // attention_dropout = 0: no dropout kernel either way.
+  LayerShape no_drop = s;
+  no_drop.attention_dropout = 0;
+  EXPECT_EQ(kernels(layer_forward(no_drop), ir::FORWARD, true).size(), 3u);
+  EXPECT_EQ(kernels(layer_backward(no_drop, scenario::RECOMPUTE_NONE), ir::BACKWARD_INPUT, true).size(), 5u);
+  // FLASH drops inside the fused kernel: the layer is the same with or without.
+  LayerShape flash = s;
+  flash.unfused_attention = false;
+  flash.hidden_dropout = 0;
+  LayerShape flash_drop = flash;
+  flash_drop.attention_dropout = 0.1;
+  const Sums a = sum(layer_forward(flash)), b = sum(layer_forward(flash_drop));
+  EXPECT_EQ(a.kernels, b.kernels);
+  EXPECT_EQ(a.attention, b.attention);
+}
+
+TEST(UnfusedAttention, SelectiveRecomputeRepeatsExactlyTheCoreAttentionForward) {
+  for (bool dropout : {false, true}) {
+    const LayerShape s = unfused_gpt3(1, 4, dropout);
+    const auto fwd = kernels(layer_forward(s), ir::FORWARD, true);
+    const auto sel = layer_backward(s, scenario::RECOMPUTE_SELECTIVE);
+    const auto rec = kernels(sel, ir::RECOMPUTE, true);
+    EXPECT_TRUE(kernels(sel, ir::RECOMPUTE, false).empty());
+    ASSERT_EQ(rec.size(), fwd.size());
+    for (size_t i = 0; i < fwd.size(); ++i) {
+      EXPECT_EQ(rec[i].role, fwd[i].role);
+      EXPECT_EQ(rec[i].op_class, fwd[i].op_class);
+      EXPECT_EQ(rec[i].shape, fwd[i].shape);
+      EXPECT_DOUBLE_EQ(rec[i].flops, fwd[i].flops);
+      EXPECT_DOUBLE_EQ(rec[i].bytes, fwd[i].bytes);
+    }
+    const Sums none = sum(layer_backward(s, scenario::RECOMPUTE_NONE));
+    EXPECT_EQ(sum(sel).kernels, none.kernels + static_cast<int>(fwd.size()));
+    // The recompute comes right before the core attention's backward.
+    size_t last_recompute = 0, first_core_backward = sel.size();
+    for (size_t i = 0; i < sel.size(); ++i)
+      if (const auto* k = std::get_if<Kernel>(&sel[i])) {
+        if (k->phase == ir::RECOMPUTE) last_recompute = i;
+        if (k->phase == ir::BACKWARD_INPUT && core_attention(k->role)) first_core_backward = std::min(first_core_backward, i);
+      }
+    EXPECT_EQ(last_recompute + 1, first_core_backward);
+    // Full recompute repeats the whole layer forward.
+    const Sums full = sum(layer_backward(s, scenario::RECOMPUTE_FULL));
+    EXPECT_EQ(full.kernels, none.kernels + sum(layer_forward(s)).kernels);
+  }
+}
+
+TEST(UnfusedAttention, LinearLayersAndCommunicationAreUnchanged) {
+  LayerShape flash = gpt3(2);
+  flash.tp = 8;
+  flash.sequence_parallel = true;
+  LayerShape s = flash;
+  s.unfused_attention = true;
+  const Sums f = sum(layer_forward(flash)), u = sum(layer_forward(s));
+  double unfused_linear = 0;
+  for (const auto& k : kernels(layer_forward(s), ir::FORWARD, false))
+    if (k.op_class == ir::GEMM) unfused_linear += k.flops;
+  EXPECT_DOUBLE_EQ(unfused_linear, f.gemm);
+  EXPECT_EQ(u.tp, f.tp);
+  EXPECT_EQ(u.tp_bytes, f.tp_bytes);
+}
+
+TEST(HiddenDropout, MaskBytesOnTheResidualAdds) {
+  for (bool parallel : {false, true}) {
+    LayerShape s = gpt3(2);
+    s.tp = 8;
+    s.sequence_parallel = true;
+    s.parallel_attention_mlp = parallel;
+    LayerShape drop = s;
+    drop.hidden_dropout = 0.1;
+    const double elements = 2.0 * 2048 / 8 * 12288;  // t_sp · h
+    auto residual_bytes = [](const std::vector<Step>& steps, ir::Phase phase) {
+      double bytes = 0;
+      for (const Step& st : steps)
+        if (const auto* k = std::get_if<Kernel>(&st); k && k->op_class == ir::RESIDUAL_ADD && k->phase == phase)
+          bytes += k->bytes;
+      return bytes;
+    };
+    // Two residual adds of one dropped branch each, or one add of two branches:
+    // forward writes a 1-byte mask per branch element, backward reads dY and
+    // the mask and writes the branch gradient (2 + 1 + 2 bytes).
+    const double branches = 2;
+    EXPECT_DOUBLE_EQ(residual_bytes(layer_forward(drop), ir::FORWARD) - residual_bytes(layer_forward(s), ir::FORWARD),
+                     branches * elements * 1);
+    const auto bw = layer_backward(s, scenario::RECOMPUTE_NONE), bw_drop = layer_backward(drop, scenario::RECOMPUTE_NONE);
+    EXPECT_DOUBLE_EQ(residual_bytes(bw_drop, ir::BACKWARD_INPUT) - residual_bytes(bw, ir::BACKWARD_INPUT),
+                     branches * elements * 5);
+    EXPECT_EQ(sum(bw_drop).kernels, sum(bw).kernels) << "no extra kernels";
+    // Full recompute re-runs the forward with the mask again.
+    const auto full = layer_backward(drop, scenario::RECOMPUTE_FULL);
+    EXPECT_DOUBLE_EQ(residual_bytes(full, ir::RECOMPUTE), residual_bytes(layer_forward(drop), ir::FORWARD));
+  }
+}
+
+TEST(Kernels, BatchedGemm) {
+  const Kernel g = batched_gemm(ir::ROLE_ATTN_SCORES, ir::FORWARD, 24, 2048, 2048, 128);
+  EXPECT_DOUBLE_EQ(g.flops, 24 * 2.0 * 2048 * 2048 * 128);
+  EXPECT_DOUBLE_EQ(g.bytes, 24 * 2.0 * (2048.0 * 128 + 128.0 * 2048 + 2048.0 * 2048));
+  EXPECT_EQ(g.shape, (std::vector<int64_t>{2048, 2048, 128, 24}));
+  EXPECT_EQ(batched_gemm(ir::ROLE_QKV, ir::FORWARD, 1, 2, 3, 4).shape, (std::vector<int64_t>{2, 3, 4}));
 }
 
 TEST(Parameters, Gpt3MatchesPtdPEquation2PlusFinalNorm) {

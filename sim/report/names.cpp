@@ -46,6 +46,10 @@ std::string_view role_name(ir::KernelRole role) {
     case ir::ROLE_LOSS: return "loss";
     case ir::ROLE_OPTIMIZER_STEP: return "adam";
     case ir::ROLE_STAGE: return "stage";
+    case ir::ROLE_ATTN_SCORES: return "attn_scores";
+    case ir::ROLE_ATTN_SOFTMAX: return "attn_softmax";
+    case ir::ROLE_ATTN_DROPOUT: return "attn_dropout";
+    case ir::ROLE_ATTN_CONTEXT: return "attn_context";
     default: return "";
   }
 }
@@ -63,6 +67,7 @@ std::string_view op_class_name(ir::OpClass op_class) {
     case ir::CROSS_ENTROPY: return "cross_entropy";
     case ir::OPTIMIZER: return "optimizer";
     case ir::ELEMENTWISE: return "elementwise";
+    case ir::SOFTMAX: return "softmax";
     default: return "compute";
   }
 }

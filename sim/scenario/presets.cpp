@@ -42,6 +42,9 @@ constexpr const char* kA100 = R"pb(
     # softmax/cross-entropy) at the low end, streaming element-wise at the top.
     efficiency { key: "LAYERNORM" value { memory: 0.75 } }
     efficiency { key: "RMSNORM" value { memory: 0.75 } }
+    # Unfused attention's scale-mask-softmax: a row reduction like the norms,
+    # so the same memory efficiency as LAYERNORM.
+    efficiency { key: "SOFTMAX" value { memory: 0.75 } }
     efficiency { key: "GELU" value { memory: 0.8 } }
     efficiency { key: "SWIGLU" value { memory: 0.8 } }
     efficiency { key: "RESIDUAL_ADD" value { memory: 0.85 } }
@@ -72,6 +75,9 @@ constexpr const char* kHopperEfficiency = R"pb(
     # Copy reaches ≈0.9 of HBM [MEAS]; real kernels 0.7–0.85.
     efficiency { key: "LAYERNORM" value { memory: 0.75 } }
     efficiency { key: "RMSNORM" value { memory: 0.75 } }
+    # Unfused attention's scale-mask-softmax: a row reduction like the norms,
+    # so the same memory efficiency as LAYERNORM.
+    efficiency { key: "SOFTMAX" value { memory: 0.75 } }
     efficiency { key: "GELU" value { memory: 0.8 } }
     efficiency { key: "SWIGLU" value { memory: 0.8 } }
     efficiency { key: "RESIDUAL_ADD" value { memory: 0.85 } }

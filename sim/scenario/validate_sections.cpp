@@ -1,6 +1,8 @@
 // Field-level rules of each section: presence, enum values, ranges.
 #include <algorithm>
+#include <cmath>
 #include <functional>
+#include <utility>
 
 #include "sim/proto/program.pb.h"
 #include "sim/scenario/checks.h"
@@ -22,6 +24,13 @@ void validate_model(const Scenario& spec, const Checker& c) {
   c.count(p + "seq_length", m.seq_length(), Limits::kSeq);
   c.enumeration(p + "activation", m.activation());
   c.enumeration(p + "norm", m.norm());
+  c.enumeration(p + "attention_kernel", m.attention_kernel());
+  for (const auto& [name, value] : {std::pair<const char*, double>{"hidden_dropout", m.hidden_dropout()},
+                                    std::pair<const char*, double>{"attention_dropout", m.attention_dropout()}}) {
+    if (!std::isfinite(value) || value < 0 || value >= 1)
+      c.fail(p + name, std::string(name) + " must be a probability in [0, 1), got " + Checker::fmt(value),
+             "use 0 for no dropout or e.g. 0.1 (Megatron-LM's default)");
+  }
   if (m.num_attention_heads() % m.num_kv_heads() != 0)
     c.fail(p + "num_kv_heads",
            "num_kv_heads " + std::to_string(m.num_kv_heads()) + " must divide num_attention_heads " +
