@@ -28,7 +28,8 @@ struct WaitCause {
   bool valid = false;  // false when the event had already been recorded when reached
   int32_t stream = 0;
   int32_t op = 0;      // the op before the record; -1 if the record was first on its stream
-  TimeNs start;
+  TimeNs ready;  // its stream reached it (before: the stream was busy with earlier ops)
+  TimeNs start;  // it began (between ready and start it waited for peers)
   TimeNs end;
 };
 

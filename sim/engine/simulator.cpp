@@ -243,6 +243,7 @@ void Simulator::Impl::advance(uint32_t sid) {
         cause.valid = true;
         cause.stream = st.local;
         cause.op = st.prev_op;
+        cause.ready = st.prev_op >= 0 ? st.prev_ready : now;
         cause.start = st.prev_op >= 0 ? st.prev_start : now;
         cause.end = st.prev_op >= 0 ? st.prev_end : now;
         finish_op(sid, now, nullptr);
@@ -316,6 +317,7 @@ void Simulator::Impl::finish_op(uint32_t sid, TimeNs end, const WaitCause* cause
     }
   }
   st.prev_op = static_cast<int32_t>(st.cursor - st.begin);
+  st.prev_ready = st.ready;
   st.prev_start = st.start;
   st.prev_end = end;
   ++st.cursor;

@@ -33,8 +33,7 @@ enum class StreamStatus : uint8_t {
   kDone,
 };
 
-// One cache line per stream (the event loop touches one stream per op).
-struct alignas(64) StreamState {
+struct StreamState {
   uint32_t rank = 0;   // simulated-rank index
   int32_t local = 0;   // stream index within the class
   uint32_t begin = 0;  // class op range of this stream
@@ -45,10 +44,10 @@ struct alignas(64) StreamState {
   StreamStatus status = StreamStatus::kIdle;
   TimeNs ready;
   TimeNs start;
+  TimeNs prev_ready;
   TimeNs prev_start;
   TimeNs prev_end;
 };
-static_assert(sizeof(StreamState) == 64);
 
 struct SimRank {
   int32_t rank = 0;  // global

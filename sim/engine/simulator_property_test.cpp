@@ -67,7 +67,10 @@ TEST(SimulatorProperty, SpansRespectStreamOrderEventsAndRendezvous) {
       if (w.cause.op >= 0) {
         ASSERT_EQ(w.span.end, w.cause.end);
         const auto& src = by_stream[{w.span.rank, w.cause.stream}];
-        ASSERT_EQ(src[static_cast<size_t>(w.cause.op)].end, w.cause.end);
+        const OpSpan& released_by = src[static_cast<size_t>(w.cause.op)];
+        ASSERT_EQ(released_by.end, w.cause.end);
+        ASSERT_EQ(released_by.start, w.cause.start);
+        ASSERT_EQ(released_by.ready, w.cause.ready);
       }
     }
     // Transfers start when the later side arrived and end together.

@@ -151,9 +151,15 @@ void BubbleAccounting::on_wait_end(const engine::OpSpan& span, const engine::Wai
     const ir::Stream& stream = program_->classes(live.class_id).streams(cause.stream);
     const CommKind kind = comm_kind(*program_, stream, stream.ops(cause.op));
     if (kind != CommKind::kNone) {
-      const TimeNs split = std::clamp(cause.start, span.ready, span.end);
-      idle_span(live, acc, span.ready, split);
-      slot(acc, exposed_category(kind)) += span.end - split;
+      // Until the releasing op was reached, its stream was busy with earlier
+      // communication of its kind (e.g. a second DP collective queued behind
+      // the first): exposed. Between reached and started it waited for its
+      // peers: a dependency stall. Once started: exposed.
+      const TimeNs queued_until = std::clamp(cause.ready, span.ready, span.end);
+      const TimeNs started = std::clamp(cause.start, queued_until, span.end);
+      slot(acc, exposed_category(kind)) += queued_until - span.ready;
+      idle_span(live, acc, queued_until, started);
+      slot(acc, exposed_category(kind)) += span.end - started;
       return;
     }
   }

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include "sim/report/test_fixture.h"
 
 namespace lacuna::report {
@@ -82,6 +84,36 @@ TEST(BubbleAccounting, DpCollectiveCauseIsExposedDp) {
   EXPECT_EQ(r.bubble(Bubble::kDpExposed), TimeNs(50));
   EXPECT_EQ(r.bubble(Bubble::kPpCooldown), TimeNs(10 + 20));
   EXPECT_EQ(r.idle() + r.busy, TimeNs(100));
+}
+
+// The same wait, but the reduce-scatter was queued on the DP stream behind
+// another DP collective until 50 (reached at 50, peers ready at once): all of
+// the wait is exposed DP, none of it is a pipeline stall. A releasing op that is
+// reached early but starts late (peers not ready) leaves a stall.
+TEST(BubbleAccounting, TimeQueuedBehindEarlierCommunicationIsExposed) {
+  const ir::Program p = two_rank_program();
+  for (const auto& [ready, start, dp, cooldown] :
+       {std::tuple{50, 50, 60, 0}, std::tuple{20, 50, 30, 30}, std::tuple{40, 50, 50, 10}}) {
+    SCOPED_TRACE("cause ready " + std::to_string(ready) + " start " + std::to_string(start));
+    BubbleAccounting acc;
+    engine::RunInfo info;
+    info.program = &p;
+    info.simulated_ranks = {0};
+    info.represents = {{0}};
+    acc.on_run_begin(info);
+    acc.on_op_end(testing::span(p, 0, testing::kCompute, 1, 0, 0, 10));
+    acc.on_op_end(testing::span(p, 0, testing::kCompute, 4, 10, 10, 20));
+    const auto w = testing::span(p, 0, testing::kCompute, 5, 20, 20, 80);
+    acc.on_op_end(w);
+    engine::WaitCause c = testing::cause(testing::kDp, 0, start, 80);
+    c.ready = TimeNs(ready);
+    acc.on_wait_end(w, c);
+    acc.on_run_end(TimeNs(80));
+    const RankAccount& r = acc.ranks()[0];
+    EXPECT_EQ(r.bubble(Bubble::kDpExposed), TimeNs(dp));
+    EXPECT_EQ(r.bubble(Bubble::kPpCooldown), TimeNs(cooldown));
+    EXPECT_EQ(r.idle() + r.busy, TimeNs(80));
+  }
 }
 
 TEST(BubbleAccounting, CommunicationOnTheComputeStreamIsExposed) {
