@@ -176,6 +176,27 @@ StageProgram build_stage_program(const StageInputs& in) {
   auto tag = [&](int64_t direction, int64_t receiver_stage, int64_t mb) {
     return (direction * num_vs + receiver_stage) * m + mb;
   };
+  // Channel 0 carries activations to pp_next, channel 1 gradients to pp_prev;
+  // each direction has its own send and receive stream (rendezvous sends block
+  // their stream) and the compute stream waits on the receive's record.
+  auto receive_into_compute = [&](StreamId stream, EventId event, int32_t peer_slot, int32_t channel,
+                                  int64_t tag_value, const OpContext& ctx) {
+    auto* r = b.add(stream, ctx)->mutable_recv();
+    r->set_peer_slot(peer_slot);
+    r->set_bytes(p2p_bytes);
+    r->set_channel(channel);
+    r->set_tag(tag_value);
+    b.wait(StreamId::kCompute, event, b.record(stream, event, ctx), ctx);
+  };
+  auto send_from_compute = [&](StreamId stream, EventId event, int32_t peer_slot, int32_t channel,
+                               int64_t tag_value, const OpContext& ctx) {
+    b.wait(stream, event, b.record(StreamId::kCompute, event, ctx), ctx);
+    auto* snd = b.add(stream, ctx)->mutable_send();
+    snd->set_peer_slot(peer_slot);
+    snd->set_bytes(p2p_bytes);
+    snd->set_channel(channel);
+    snd->set_tag(tag_value);
+  };
   const bool dp_ops = in.dp_cp > 1;
   const int64_t head_bytes = model::head_activation_bytes(s);
   const auto layer_fwd = model::layer_forward(s);
@@ -240,13 +261,8 @@ StageProgram build_stage_program(const StageInputs& in) {
           b.wait(StreamId::kCompute, EventId::kDpToCompute, v, ctx);
       }
       if (p2p && vs > 0) {
-        auto* r = b.add(StreamId::kRecvFwd, ctx)->mutable_recv();
-        r->set_peer_slot(kSlotPpPrev);
-        r->set_bytes(p2p_bytes);
-        r->set_channel(0);
-        r->set_tag(tag(0, vs, a.microbatch));
-        b.wait(StreamId::kCompute, EventId::kRecvFwdToCompute,
-               b.record(StreamId::kRecvFwd, EventId::kRecvFwdToCompute, ctx), ctx);
+        receive_into_compute(StreamId::kRecvFwd, EventId::kRecvFwdToCompute, kSlotPpPrev, 0,
+                             tag(0, vs, a.microbatch), ctx);
       }
       if (vs == 0) e.emit(emb_fwd, Filter::kAll, ctx);
       for (int64_t l = range.first; l < range.first + range.count; ++l)
@@ -254,13 +270,8 @@ StageProgram build_stage_program(const StageInputs& in) {
       if (vs == num_vs - 1) e.add_memory(e.emit(head_fwd, Filter::kAll, ctx).last, head_bytes);
       e.flush(ctx);
       if (p2p && vs < num_vs - 1) {
-        const int64_t n = b.record(StreamId::kCompute, EventId::kComputeToSendFwd, ctx);
-        b.wait(StreamId::kSendFwd, EventId::kComputeToSendFwd, n, ctx);
-        auto* snd = b.add(StreamId::kSendFwd, ctx)->mutable_send();
-        snd->set_peer_slot(kSlotPpNext);
-        snd->set_bytes(p2p_bytes);
-        snd->set_channel(0);
-        snd->set_tag(tag(0, vs + 1, a.microbatch));
+        send_from_compute(StreamId::kSendFwd, EventId::kComputeToSendFwd, kSlotPpNext, 0,
+                          tag(0, vs + 1, a.microbatch), ctx);
       }
     } else {
       ctx.phase = a.pass == Pass::kBackwardWeight ? ir::BACKWARD_WEIGHT : ir::BACKWARD_INPUT;
@@ -270,13 +281,8 @@ StageProgram build_stage_program(const StageInputs& in) {
                             : a.pass == Pass::kBackwardInput ? Filter::kInputOnly
                                                              : Filter::kWeightOnly;
       if (p2p && produces_grad && vs < num_vs - 1) {
-        auto* r = b.add(StreamId::kRecvBwd, ctx)->mutable_recv();
-        r->set_peer_slot(kSlotPpNext);
-        r->set_bytes(p2p_bytes);
-        r->set_channel(1);
-        r->set_tag(tag(1, vs, a.microbatch));
-        b.wait(StreamId::kCompute, EventId::kRecvBwdToCompute,
-               b.record(StreamId::kRecvBwd, EventId::kRecvBwdToCompute, ctx), ctx);
+        receive_into_compute(StreamId::kRecvBwd, EventId::kRecvBwdToCompute, kSlotPpNext, 1,
+                             tag(1, vs, a.microbatch), ctx);
       }
       if (vs == num_vs - 1) {
         const auto out = e.emit(head_bwd, filter, ctx);
@@ -290,13 +296,8 @@ StageProgram build_stage_program(const StageInputs& in) {
       if (vs == 0) e.emit(emb_bwd, filter, ctx);
       e.flush(ctx);
       if (p2p && produces_grad && vs > 0) {
-        const int64_t n = b.record(StreamId::kCompute, EventId::kComputeToSendBwd, ctx);
-        b.wait(StreamId::kSendBwd, EventId::kComputeToSendBwd, n, ctx);
-        auto* snd = b.add(StreamId::kSendBwd, ctx)->mutable_send();
-        snd->set_peer_slot(kSlotPpPrev);
-        snd->set_bytes(p2p_bytes);
-        snd->set_channel(1);
-        snd->set_tag(tag(1, vs - 1, a.microbatch));
+        send_from_compute(StreamId::kSendBwd, EventId::kComputeToSendBwd, kSlotPpPrev, 1,
+                          tag(1, vs - 1, a.microbatch), ctx);
       }
       if (dp_ops && in.overlap_grad_reduce && i == last_backward[a.chunk]) {
         const int64_t n = b.record(StreamId::kCompute, EventId::kComputeToDp, dp_ctx);

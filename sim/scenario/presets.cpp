@@ -22,8 +22,29 @@ namespace lacuna::scenario {
 namespace {
 
 // Efficiency = achieved / peak. Memory-bound classes only set `memory`; their
-// `flops` falls back to DEFAULT (their FLOPs are negligible).
-constexpr const char* kA100 = R"pb(
+// `flops` falls back to DEFAULT (their FLOPs are negligible). The same fractions
+// of HBM bandwidth serve A100 and Hopper: memory-bound kernels reach 0.7–0.85
+// of HBM bandwidth (a plain copy ≈0.9 on H100 [MEAS]); reductions (norms,
+// softmax, cross-entropy) at the low end, streaming element-wise at the top.
+// Spliced into each GPU block.
+constexpr const char* kMemoryBound = R"pb(
+    efficiency { key: "LAYERNORM" value { memory: 0.75 } }
+    efficiency { key: "RMSNORM" value { memory: 0.75 } }
+    # Unfused attention's scale-mask-softmax: a row reduction like the norms.
+    efficiency { key: "SOFTMAX" value { memory: 0.75 } }
+    efficiency { key: "GELU" value { memory: 0.8 } }
+    efficiency { key: "SWIGLU" value { memory: 0.8 } }
+    efficiency { key: "RESIDUAL_ADD" value { memory: 0.85 } }
+    # Row gather/scatter-add with irregular access.
+    efficiency { key: "EMBEDDING" value { memory: 0.6 } }
+    efficiency { key: "CROSS_ENTROPY" value { memory: 0.7 } }
+    # Fused multi-tensor Adam streams params, grads and two moments.
+    efficiency { key: "OPTIMIZER" value { memory: 0.8 } }
+    efficiency { key: "ELEMENTWISE" value { memory: 0.8 } }
+    efficiency { key: "DEFAULT" value { flops: 0.5 memory: 0.7 } }
+)pb";
+
+constexpr const char* kA100Head = R"pb(
   preset: "a100-80gb-sxm"
   gpu {
     name: "NVIDIA A100-SXM4-80GB"
@@ -38,23 +59,8 @@ constexpr const char* kA100 = R"pb(
     efficiency { key: "GEMM" value { flops: 0.78 memory: 0.8 } }
     # FlashAttention-2 forward ≈0.5–0.6 of peak on A100.
     efficiency { key: "ATTENTION" value { flops: 0.55 memory: 0.8 } }
-    # Memory-bound kernels: 0.7–0.85 of HBM bandwidth; reductions (norms,
-    # softmax/cross-entropy) at the low end, streaming element-wise at the top.
-    efficiency { key: "LAYERNORM" value { memory: 0.75 } }
-    efficiency { key: "RMSNORM" value { memory: 0.75 } }
-    # Unfused attention's scale-mask-softmax: a row reduction like the norms,
-    # so the same memory efficiency as LAYERNORM.
-    efficiency { key: "SOFTMAX" value { memory: 0.75 } }
-    efficiency { key: "GELU" value { memory: 0.8 } }
-    efficiency { key: "SWIGLU" value { memory: 0.8 } }
-    efficiency { key: "RESIDUAL_ADD" value { memory: 0.85 } }
-    # Row gather/scatter-add with irregular access.
-    efficiency { key: "EMBEDDING" value { memory: 0.6 } }
-    efficiency { key: "CROSS_ENTROPY" value { memory: 0.7 } }
-    # Fused multi-tensor Adam streams params, grads and two moments.
-    efficiency { key: "OPTIMIZER" value { memory: 0.8 } }
-    efficiency { key: "ELEMENTWISE" value { memory: 0.8 } }
-    efficiency { key: "DEFAULT" value { flops: 0.5 memory: 0.7 } }
+)pb";
+constexpr const char* kA100Tail = R"pb(
     # Launch + ramp of back-to-back kernels, a few µs; Ampere's is the slower.
     kernel_overhead_us: 4
   }
@@ -67,25 +73,13 @@ constexpr const char* kA100 = R"pb(
 )pb";
 
 // Hopper compute efficiencies, shared by H100 and H200 (same SMs and clocks).
-constexpr const char* kHopperEfficiency = R"pb(
+constexpr const char* kHopperComputeHead = R"pb(
     # 8192³ bf16 GEMM measured ≈798 of 989 TFLOP/s [MEAS] (H200 769–798).
     efficiency { key: "GEMM" value { flops: 0.8 memory: 0.85 } }
     # FA2 ≈0.35 of Hopper peak, FA3/cuDNN fused attention ≈0.6–0.75: 0.5 between.
     efficiency { key: "ATTENTION" value { flops: 0.5 memory: 0.85 } }
-    # Copy reaches ≈0.9 of HBM [MEAS]; real kernels 0.7–0.85.
-    efficiency { key: "LAYERNORM" value { memory: 0.75 } }
-    efficiency { key: "RMSNORM" value { memory: 0.75 } }
-    # Unfused attention's scale-mask-softmax: a row reduction like the norms,
-    # so the same memory efficiency as LAYERNORM.
-    efficiency { key: "SOFTMAX" value { memory: 0.75 } }
-    efficiency { key: "GELU" value { memory: 0.8 } }
-    efficiency { key: "SWIGLU" value { memory: 0.8 } }
-    efficiency { key: "RESIDUAL_ADD" value { memory: 0.85 } }
-    efficiency { key: "EMBEDDING" value { memory: 0.6 } }
-    efficiency { key: "CROSS_ENTROPY" value { memory: 0.7 } }
-    efficiency { key: "OPTIMIZER" value { memory: 0.8 } }
-    efficiency { key: "ELEMENTWISE" value { memory: 0.8 } }
-    efficiency { key: "DEFAULT" value { flops: 0.5 memory: 0.7 } }
+)pb";
+constexpr const char* kHopperComputeTail = R"pb(
     # Hopper launches and ramps faster than Ampere: 3 µs.
     kernel_overhead_us: 3
 )pb";
@@ -129,7 +123,11 @@ constexpr const char* kH200 = R"pb(
 )pb";
 
 // Hopper presets: the GPU block is left open for the shared efficiencies.
-std::string hopper(const char* gpu) { return std::string(gpu) + kHopperEfficiency + "}" + kHopperNode; }
+std::string hopper(const char* gpu) {
+  return std::string(gpu) + kHopperComputeHead + kMemoryBound + kHopperComputeTail + "}" + kHopperNode;
+}
+
+std::string a100() { return std::string(kA100Head) + kMemoryBound + kA100Tail; }
 
 Cluster parse_preset(const std::string& text) {
   Cluster c;
@@ -140,7 +138,7 @@ Cluster parse_preset(const std::string& text) {
 
 const std::map<std::string, Cluster>& presets() {
   static const std::map<std::string, Cluster> table = {
-      {"a100-80gb-sxm", parse_preset(kA100)},
+      {"a100-80gb-sxm", parse_preset(a100())},
       {"h100-sxm", parse_preset(hopper(kH100))},
       {"h200-sxm", parse_preset(hopper(kH200))},
   };
