@@ -133,7 +133,8 @@ TEST(SimulateE2E, MissingAndCorruptInputsGetClearErrors) {
   EXPECT_NE(r.output.find("nope.pbtxt"), std::string::npos) << r.output;
 
   {
-    std::ofstream(dir / "junk.pb", std::ios::binary) << std::string("\x08\xff\xff\xff\xff\x0f garbage \x01\x02", 20);
+    static constexpr char kJunk[] = "\x08\xff\xff\xff\xff\x0f garbage \x01\x02";
+    std::ofstream(dir / "junk.pb", std::ios::binary) << std::string(kJunk, sizeof kJunk - 1);
   }
   r = run_lacuna("simulate " + (dir / "junk.pb"));
   EXPECT_EQ(r.exit_code, 2) << r.output;

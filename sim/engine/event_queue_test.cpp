@@ -174,9 +174,9 @@ TEST(EventQueueProperty, RadixOrdersExtremeTimes) {
   int64_t now = std::numeric_limits<int64_t>::min() / 2;
   for (int i = 0; i < 3000; ++i) {
     if (rng() % 3 != 0) {
-      int64_t delta = static_cast<int64_t>(rng() >> (2 + rng() % 62));
-      delta = std::min(delta, std::numeric_limits<int64_t>::max() - now);
-      const int64_t t = now + delta;
+      // now + delta without overflow: both fit in 128 bits, clamp to int64.
+      const __int128 wide = static_cast<__int128>(now) + static_cast<__int128>(rng() >> (2 + rng() % 62));
+      const int64_t t = static_cast<int64_t>(std::min<__int128>(wide, std::numeric_limits<int64_t>::max()));
       q.schedule(TimeNs(t), i);
       ref.schedule(TimeNs(t), i);
     } else {
