@@ -31,6 +31,9 @@ class Checker {
 
   void run() {
     const int num_ranks = p_.ranks_size();
+    // An empty message parses from many byte strings (a truncated or foreign
+    // file): a program must describe at least one rank.
+    if (num_ranks == 0) fail("ranks", "the program has no ranks (not a lacuna program, or truncated)");
     if (p_.info().num_ranks() != 0 && p_.info().num_ranks() != num_ranks) {
       fail("info.num_ranks", "says " + std::to_string(p_.info().num_ranks()) + " ranks but the program has " +
                                  std::to_string(num_ranks) + " rank bindings");

@@ -40,7 +40,6 @@ std::string rejection(const ir::Program& p) {
 
 TEST(Validate, AcceptsWellFormedPrograms) {
   EXPECT_EQ(rejection(small_program()), "");
-  EXPECT_EQ(rejection(ir::Program{}), "");
 }
 
 TEST(Validate, PeerOutOfRange) {
@@ -202,6 +201,17 @@ TEST(ValidateProperty, RandomCorruptionsAreRejectedOrRunSafely) {
   // The corruptions must exercise both outcomes.
   EXPECT_GT(rejected, 100);
   EXPECT_GT(ran + failed_at_run, 100);
+}
+
+TEST(ValidateProgram, RejectsAProgramWithoutRanks) {
+  const ir::Program empty;
+  try {
+    validate_program(empty, "junk.pb");
+    FAIL() << "an empty program validated";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("junk.pb"));
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("no ranks"));
+  }
 }
 
 }  // namespace
