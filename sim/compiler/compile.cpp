@@ -1,5 +1,6 @@
 #include "sim/compiler/compile.h"
 
+#include <algorithm>
 #include <string>
 
 #include "sim/compiler/rank_layout.h"
@@ -75,6 +76,7 @@ ir::Program compile(const scenario::LoadedScenario& scenario) {
   base.distributed_optimizer = par.distributed_optimizer();
   base.overlap_grad_reduce = par.overlap_grad_reduce();
   base.overlap_param_gather = par.overlap_param_gather();
+  base.ddp_bucket_size = std::max<int64_t>(par.ddp_bucket_size(), 0);  // 0: Megatron's default
   base.layer_activation_bytes = cost::layer_activation_bytes(activation_inputs(base.shape, base.recompute));
   if (base.recompute == scenario::RECOMPUTE_FULL)
     base.recompute_activation_bytes =

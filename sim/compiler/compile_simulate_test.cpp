@@ -108,8 +108,9 @@ TEST(CompileSimulate, Gpt3On3072GpusCompilesToEightClasses) {
   const auto bytes = p.ByteSizeLong();
   std::printf("  GPT-3 175B / 3072 GPUs: compiled in %.3f s, program %.1f MB\n", seconds, bytes / 1e6);
   EXPECT_LT(seconds, 10.0);
-  // 3,072 ranks · 8 pipeline stages: TP groups of 8, DP(_CP) groups of 48.
-  EXPECT_EQ(p.groups_size(), 3072 / 8 + 2 * 3072 / 48);
+  // 3,072 ranks · 8 pipeline stages: TP groups of 8, DP groups of 48 (with
+  // cp = 1 the dp_cp slot binds to the same DP groups).
+  EXPECT_EQ(p.groups_size(), 3072 / 8 + 3072 / 48);
 }
 
 TEST(CompileSimulate, Gpt3On3072GpusSimulatesFolded) {

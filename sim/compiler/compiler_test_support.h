@@ -76,6 +76,7 @@ inline scenario::LoadedScenario make_scenario(const Small& s) {
   llm->set_seq_length(s.seq);
   llm->set_parallel_attention_mlp(s.parallel_attn);
   llm->set_linear_bias(true);
+  llm->set_position_embedding(scenario::Transformer::POSITION_LEARNED);
   if (s.unfused_attention) llm->set_attention_kernel(scenario::Transformer::ATTENTION_UNFUSED);
   llm->set_hidden_dropout(s.hidden_dropout);
   llm->set_attention_dropout(s.attention_dropout);

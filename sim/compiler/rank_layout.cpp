@@ -103,8 +103,11 @@ void add_rank_layout(const RankLayout& layout, int32_t gpus_per_node, ir::Progra
   for (const char* name : {"pp_next", "pp_prev"}) program.add_peer_slots()->set_name(name);
 
   // Members of each rank's group per slot: the coordinates that vary within
-  // the group, the others fixed. Keyed by member list so each group is listed
-  // once, in order of first appearance (ascending lowest rank).
+  // the group, the others fixed. Keyed by member list alone, so each distinct
+  // rank set is listed once, in order of first appearance (ascending lowest
+  // rank), even when two slots cover it: dp_cp shares the DP group when cp = 1
+  // and the CP group when dp = 1. A shared group takes the kind of the first
+  // slot (tp, cp, dp, dp_cp order) that covers it: the narrowest name.
   auto varies = [](int32_t slot, int32_t axis) {
     switch (slot) {
       case kSlotTp: return axis == 0;
@@ -114,7 +117,7 @@ void add_rank_layout(const RankLayout& layout, int32_t gpus_per_node, ir::Progra
     }
   };
   std::vector<ir::RankBinding> bindings(world);
-  std::map<std::pair<int32_t, std::vector<int32_t>>, int32_t> group_index;
+  std::map<std::vector<int32_t>, int32_t> group_index;
   for (int32_t r = 0; r < world; ++r) {
     const ir::Coordinates c = layout.coordinates(r);
     ir::RankBinding& b = bindings[r];
@@ -141,10 +144,9 @@ void add_rank_layout(const RankLayout& layout, int32_t gpus_per_node, ir::Progra
         continue;
       }
       std::sort(members.begin(), members.end());
-      auto key = std::make_pair(slot, members);
-      auto it = group_index.find(key);
+      auto it = group_index.find(members);
       if (it == group_index.end()) {
-        it = group_index.emplace(key, program.groups_size()).first;
+        it = group_index.emplace(members, program.groups_size()).first;
         auto* g = program.add_groups();
         g->set_kind(group_slots[slot].second);
         for (int32_t m : members) g->add_ranks(m);

@@ -37,7 +37,10 @@ class RankLayout {
 };
 
 // Fills program.group_slots, peer_slots, groups and ranks. Groups of one rank
-// are not listed (the binding holds -1). The class of a rank is its pipeline
+// are not listed (the binding holds -1). Each distinct rank set is listed once:
+// slots whose groups coincide bind to the same group (dp_cp to the DP group
+// when cp = 1, to the CP group when dp = 1), whose kind is that of the first
+// such slot in tp, cp, dp, dp_cp order. The class of a rank is its pipeline
 // stage. Peers are cyclic along PP (the last stage's next is stage 0: the
 // interleaved schedule wraps around); -1 when pp = 1.
 void add_rank_layout(const RankLayout& layout, int32_t gpus_per_node, ir::Program& program);

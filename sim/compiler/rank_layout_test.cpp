@@ -2,7 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <array>
+#include <map>
 #include <set>
+#include <string>
+#include <vector>
 
 #include "sim/compiler/compiler_test_support.h"
 #include "sim/core/error.h"
@@ -92,7 +97,71 @@ TEST(RankLayout, SingletonGroupsAreNotListed) {
     EXPECT_EQ(b.group(kSlotCp), -1);
     EXPECT_GE(b.group(kSlotDp), 0);
   }
-  EXPECT_EQ(p.groups_size(), 2 * 2);  // DP and DP_CP per pipeline stage
+  EXPECT_EQ(p.groups_size(), 2);  // one DP group per pipeline stage, shared with dp_cp
+}
+
+// Per slot, the groups the ranks bind to partition the ranks (or the slot is
+// unbound everywhere when its groups have one rank); every distinct rank set
+// is listed exactly once, whichever slots share it.
+void expect_partition_per_slot_listed_once(const ParallelDims& d, const ir::Program& p, const std::string& label) {
+  std::set<std::vector<int>> distinct;
+  for (const auto& g : p.groups()) {
+    std::vector<int> members(g.ranks().begin(), g.ranks().end());
+    EXPECT_GT(members.size(), 1u) << label;
+    EXPECT_TRUE(distinct.insert(members).second) << label << ": rank set listed twice";
+  }
+  const std::array<int, kNumGroupSlots> size = {d.tp, d.cp, d.dp, d.cp * d.dp};
+  std::set<int> used;
+  for (int slot = 0; slot < kNumGroupSlots; ++slot) {
+    for (int r = 0; r < d.world(); ++r) {
+      const int g = p.ranks(r).group(slot);
+      if (size[slot] == 1) {
+        EXPECT_EQ(g, -1) << label << " slot " << slot;
+        continue;
+      }
+      ASSERT_GE(g, 0) << label;
+      used.insert(g);
+      const auto& members = p.groups(g).ranks();
+      EXPECT_EQ(members.size(), size[slot]) << label << " slot " << slot;
+      EXPECT_NE(std::find(members.begin(), members.end(), r), members.end()) << label;
+      // Partition: every member binds to the same group in this slot.
+      for (int m : members) EXPECT_EQ(p.ranks(m).group(slot), g) << label << " slot " << slot;
+    }
+  }
+  EXPECT_EQ(static_cast<int>(used.size()), p.groups_size()) << label << ": unused group";
+}
+
+TEST(RankLayout, SlotsWithTheSameRankSetShareOneGroup) {
+  struct Case {
+    ParallelDims d;
+    const char* order;
+  };
+  for (const Case& c : {Case{{2, 1, 3, 2}, "tp-cp-dp-pp"}, Case{{2, 1, 3, 2}, "dp-tp-pp-cp"},
+                        Case{{2, 3, 1, 2}, "tp-cp-dp-pp"}, Case{{1, 1, 4, 2}, "pp-dp-cp-tp"},
+                        Case{{2, 2, 3, 2}, "pp-dp-cp-tp"}, Case{{4, 1, 1, 2}, ""}}) {
+    const ir::Program p = layout(c.d, c.order);
+    const std::string label = std::string(c.order) + " tp" + std::to_string(c.d.tp) + " cp" +
+                              std::to_string(c.d.cp) + " dp" + std::to_string(c.d.dp);
+    expect_partition_per_slot_listed_once(c.d, p, label);
+    for (const auto& b : p.ranks()) {
+      if (c.d.cp == 1 && c.d.dp > 1) {
+        // dp_cp is the DP group itself, which keeps the kind DP.
+        EXPECT_EQ(b.group(kSlotDpCp), b.group(kSlotDp)) << label;
+        EXPECT_EQ(p.groups(b.group(kSlotDp)).kind(), ir::DP) << label;
+      }
+      if (c.d.dp == 1 && c.d.cp > 1) {
+        EXPECT_EQ(b.group(kSlotDpCp), b.group(kSlotCp)) << label;
+        EXPECT_EQ(p.groups(b.group(kSlotCp)).kind(), ir::CP) << label;
+      }
+      if (c.d.cp > 1 && c.d.dp > 1) EXPECT_EQ(p.groups(b.group(kSlotDpCp)).kind(), ir::DP_CP) << label;
+      if (c.d.tp > 1) EXPECT_EQ(p.groups(b.group(kSlotTp)).kind(), ir::TP) << label;
+    }
+  }
+  // GPT-3 on 3,072 GPUs (TP 8 × CP 1 × DP 48 × PP 8): 384 TP groups + 64 DP
+  // groups, dp_cp bound to the DP ones rather than 64 more.
+  const ParallelDims gpt3{8, 1, 48, 8};
+  const ir::Program p = layout(gpt3, "tp-cp-dp-pp");
+  EXPECT_EQ(p.groups_size(), 3072 / 8 + 3072 / 48);
 }
 
 TEST(RankLayout, PeersAreCyclicAndConsistent) {

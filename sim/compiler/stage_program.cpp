@@ -1,6 +1,7 @@
 #include "sim/compiler/stage_program.h"
 
 #include <algorithm>
+#include <limits>
 #include <numeric>
 
 #include "sim/compiler/class_builder.h"
@@ -142,6 +143,34 @@ int64_t stage_parameters(const StageInputs& in, int32_t virtual_stage) {
   return p;
 }
 
+int64_t ddp_bucket_parameters(const StageInputs& in) {
+  if (!in.overlap_grad_reduce) return std::numeric_limits<int64_t>::max();
+  if (in.ddp_bucket_size > 0) return in.ddp_bucket_size;
+  return std::max<int64_t>(40'000'000, 1'000'000 * in.dp_cp);
+}
+
+std::vector<DpBucket> dp_buckets(const StageInputs& in, int32_t virtual_stage) {
+  const LayerRange& r = in.stages[static_cast<size_t>(virtual_stage)];
+  if (r.count <= 0) return {DpBucket{r.first, 0, stage_parameters(in, virtual_stage)}};
+  const int64_t size = ddp_bucket_parameters(in);
+  const int64_t per_layer = model::layer_parameters(in.shape);
+  const int64_t last = r.first + r.count - 1;
+  std::vector<DpBucket> out;
+  DpBucket cur;
+  for (int64_t l = last; l >= r.first; --l) {
+    cur.parameters += per_layer;
+    if (l == last && virtual_stage == num_virtual_stages(in) - 1) cur.parameters += model::head_parameters(in.shape);
+    if (l == r.first && virtual_stage == 0) cur.parameters += model::embedding_parameters(in.shape);
+    cur.first_layer = l;
+    ++cur.count;
+    if (cur.parameters >= size || l == r.first) {
+      out.push_back(cur);
+      cur = DpBucket{};
+    }
+  }
+  return out;
+}
+
 int64_t estimate_ops(const StageInputs& in) {
   const auto& s = in.shape;
   const int64_t fwd = count_ops(model::layer_forward(s), Filter::kAll);
@@ -234,12 +263,25 @@ StageProgram build_stage_program(const StageInputs& in) {
   };
   // Gradients are reduced in fp32 (Megatron's main_grad buffer, 4 B/param);
   // parameters gathered in bf16 (2 B/param).
-  auto grad_reduction = [&](int32_t chunk) {
+  // DP buckets per chunk, gradient-ready order (bucket 0 holds the last layers).
+  std::vector<std::vector<DpBucket>> buckets(v);
+  for (int32_t c = 0; c < v; ++c) buckets[c] = dp_buckets(in, schedule::virtual_stage(in.pipeline, in.pp_rank, c));
+  auto bucket_reduction = [&](int32_t chunk, const DpBucket& bucket) {
     dp_collective(in.distributed_optimizer ? ir::REDUCE_SCATTER : ir::ALL_REDUCE, chunk,
-                  chunk_parameters(chunk) * model::kFp32);
+                  bucket.parameters * model::kFp32);
   };
+  // Parameter gathers go out at iteration start, chunk by chunk and bucket by
+  // bucket in forward order; gathered[c][k] is the kDpToCompute value after
+  // bucket k's gather.
+  std::vector<std::vector<int64_t>> gathered(v);
   if (dp_ops && in.distributed_optimizer)
-    for (int32_t c = 0; c < v; ++c) dp_collective(ir::ALL_GATHER, c, chunk_parameters(c) * model::kBf16);
+    for (int32_t c = 0; c < v; ++c) {
+      gathered[c].resize(buckets[c].size());
+      for (size_t k = buckets[c].size(); k-- > 0;) {
+        dp_collective(ir::ALL_GATHER, c, buckets[c][k].parameters * model::kBf16);
+        gathered[c][k] = dp_records;
+      }
+    }
 
   for (int32_t i = 0; i < static_cast<int32_t>(in.actions.size()); ++i) {
     const auto& a = in.actions[i];
@@ -252,21 +294,28 @@ StageProgram build_stage_program(const StageInputs& in) {
       return c;
     };
     if (a.pass == Pass::kForward) {
-      if (dp_ops && in.distributed_optimizer && i == first_forward[a.chunk]) {
-        // Overlapped: chunk c waits only for its own gather (chunk 0's is
-        // exposed, later ones prefetched). Not overlapped: all before any compute.
-        if (in.overlap_param_gather)
-          b.wait(StreamId::kCompute, EventId::kDpToCompute, a.chunk + 1, ctx);
-        else if (i == 0)
-          b.wait(StreamId::kCompute, EventId::kDpToCompute, v, ctx);
-      }
+      // Overlapped: the chunk's first forward waits for each bucket's gather
+      // right before the bucket's first layer (the first bucket: before the
+      // pass), so only the very first bucket is exposed. Not overlapped: all
+      // gathers before any compute.
+      const bool gather_waits =
+          dp_ops && in.distributed_optimizer && in.overlap_param_gather && i == first_forward[a.chunk];
+      const auto& fwd_buckets = buckets[a.chunk];
+      if (gather_waits)
+        b.wait(StreamId::kCompute, EventId::kDpToCompute, gathered[a.chunk][fwd_buckets.size() - 1], ctx);
+      if (dp_ops && in.distributed_optimizer && !in.overlap_param_gather && i == 0)
+        b.wait(StreamId::kCompute, EventId::kDpToCompute, dp_records, ctx);
       if (p2p && vs > 0) {
         receive_into_compute(StreamId::kRecvFwd, EventId::kRecvFwdToCompute, kSlotPpPrev, 0,
                              tag(0, vs, a.microbatch), ctx);
       }
       if (vs == 0) e.emit(emb_fwd, Filter::kAll, ctx);
-      for (int64_t l = range.first; l < range.first + range.count; ++l)
+      for (int64_t l = range.first; l < range.first + range.count; ++l) {
+        if (gather_waits)
+          for (size_t k = 0; k + 1 < fwd_buckets.size(); ++k)
+            if (fwd_buckets[k].first_layer == l) b.wait(StreamId::kCompute, EventId::kDpToCompute, gathered[a.chunk][k], ctx);
         e.add_memory(e.emit(layer_fwd, Filter::kAll, layer_ctx(l)).last, in.layer_activation_bytes);
+      }
       if (vs == num_vs - 1) e.add_memory(e.emit(head_fwd, Filter::kAll, ctx).last, head_bytes);
       e.flush(ctx);
       if (p2p && vs < num_vs - 1) {
@@ -288,10 +337,21 @@ StageProgram build_stage_program(const StageInputs& in) {
         const auto out = e.emit(head_bwd, filter, ctx);
         if (finishes) e.add_memory(out.last, -head_bytes);
       }
+      // The chunk's last weight-gradient pass hands each bucket but the last
+      // to the DP stream as soon as its layers' kernels are out (Megatron's
+      // overlap_grad_reduce); the last bucket goes after the pass, as below.
+      const bool reduces = dp_ops && in.overlap_grad_reduce && i == last_backward[a.chunk];
+      const auto& bwd_buckets = buckets[a.chunk];
+      size_t reduced = 0;
       for (int64_t l = range.first + range.count - 1; l >= range.first; --l) {
         const auto out = e.emit(layer_bwd, filter, layer_ctx(l));
         e.add_memory(out.last_recompute, in.recompute_activation_bytes);
         if (finishes) e.add_memory(out.last, -(in.layer_activation_bytes + in.recompute_activation_bytes));
+        if (reduces && reduced + 1 < bwd_buckets.size() && bwd_buckets[reduced].first_layer == l) {
+          const int64_t n = b.record(StreamId::kCompute, EventId::kComputeToDp, dp_ctx);
+          b.wait(StreamId::kDp, EventId::kComputeToDp, n, dp_ctx);
+          bucket_reduction(a.chunk, bwd_buckets[reduced++]);
+        }
       }
       if (vs == 0) e.emit(emb_bwd, filter, ctx);
       e.flush(ctx);
@@ -299,17 +359,18 @@ StageProgram build_stage_program(const StageInputs& in) {
         send_from_compute(StreamId::kSendBwd, EventId::kComputeToSendBwd, kSlotPpPrev, 1,
                           tag(1, vs - 1, a.microbatch), ctx);
       }
-      if (dp_ops && in.overlap_grad_reduce && i == last_backward[a.chunk]) {
+      if (reduces) {
         const int64_t n = b.record(StreamId::kCompute, EventId::kComputeToDp, dp_ctx);
         b.wait(StreamId::kDp, EventId::kComputeToDp, n, dp_ctx);
-        grad_reduction(a.chunk);
+        for (; reduced < bwd_buckets.size(); ++reduced) bucket_reduction(a.chunk, bwd_buckets[reduced]);
       }
     }
   }
   if (dp_ops && !in.overlap_grad_reduce) {
     const int64_t n = b.record(StreamId::kCompute, EventId::kComputeToDp, dp_ctx);
     b.wait(StreamId::kDp, EventId::kComputeToDp, n, dp_ctx);
-    for (int32_t c : reduce_order) grad_reduction(c);
+    for (int32_t c : reduce_order)
+      for (const DpBucket& bucket : buckets[c]) bucket_reduction(c, bucket);
   }
   int64_t parameters = 0;
   for (int32_t c = 0; c < v; ++c) parameters += chunk_parameters(c);

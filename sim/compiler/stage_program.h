@@ -24,6 +24,10 @@ struct StageInputs {
   bool distributed_optimizer = false;
   bool overlap_grad_reduce = false;
   bool overlap_param_gather = false;
+  // Megatron-LM's --ddp-bucket-size in parameters; ≤ 0: its default
+  // max(40M, 1M × dp·cp). Buckets only with overlap_grad_reduce (Megatron
+  // otherwise uses one bucket per model chunk).
+  int64_t ddp_bucket_size = 0;
   // Bytes a layer keeps per microbatch under `recompute`, and, for full
   // recompute, what the recomputation re-materialises (the no-recompute
   // amount); 0 otherwise.
@@ -46,5 +50,23 @@ StageProgram build_stage_program(const StageInputs& in);
 
 // Parameters of virtual stage `k`'s layers (+ embedding / head) on one rank.
 int64_t stage_parameters(const StageInputs& in, int32_t virtual_stage);
+
+// One DP bucket: layers [first_layer, first_layer + count) of a virtual
+// stage and their parameters (the embedding / head count with the stage's
+// first / last layer).
+struct DpBucket {
+  int64_t first_layer = 0;
+  int64_t count = 0;
+  int64_t parameters = 0;
+};
+
+// The bucket size in parameters the compiler uses (resolves the default;
+// effectively unbounded without overlap_grad_reduce).
+int64_t ddp_bucket_parameters(const StageInputs& in);
+
+// Virtual stage `k`'s DP buckets in gradient-ready order (last layers first),
+// filled like Megatron's DDP: each holds at least ddp_bucket_parameters()
+// except the last one, which takes the rest.
+std::vector<DpBucket> dp_buckets(const StageInputs& in, int32_t virtual_stage);
 
 }  // namespace lacuna::compiler

@@ -22,11 +22,14 @@ int64_t embedding_parameters(const LayerShape& s) {
   return s.vocab_per_rank() * s.hidden + (s.learned_positions ? s.seq_length * s.hidden : 0);
 }
 
-int64_t head_parameters(const LayerShape& s) { return s.vocab_per_rank() * s.hidden + norm_parameters(s); }
+int64_t head_parameters(const LayerShape& s) {
+  return (s.head_has_output_weights() ? s.vocab_per_rank() * s.hidden : 0) + norm_parameters(s);
+}
 
 int64_t model_parameters(const LayerShape& s, int64_t num_layers) {
   const LayerShape full = unsharded(s, s.micro_batch);
-  return num_layers * layer_parameters(full) + embedding_parameters(full) + norm_parameters(full);
+  const int64_t output = full.untied_output ? full.vocab * full.hidden : 0;
+  return num_layers * layer_parameters(full) + embedding_parameters(full) + output + norm_parameters(full);
 }
 
 double layer_model_flops_forward(const LayerShape& s) {

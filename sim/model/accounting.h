@@ -13,13 +13,16 @@ namespace lacuna::model {
 int64_t layer_parameters(const LayerShape& s);
 // Token embedding slice (+ learned positions, replicated).
 int64_t embedding_parameters(const LayerShape& s);
-// Output layer slice + final norm. Megatron ties the output layer to the
-// embedding; with pp > 1 the last stage still holds (and updates) a copy, so
-// the per-rank count is the same tied or untied.
+// Final norm + the output layer slice where the last stage holds one
+// (s.head_has_output_weights()): untied, or tied with pp > 1, where Megatron
+// keeps (and updates) a copy of the embedding on the last stage, so the
+// per-rank count is the same tied or untied. Tied with pp = 1 the embedding
+// stage's table is the output layer: the norm only.
 int64_t head_parameters(const LayerShape& s);
 
-// Whole model, output layer tied to the embedding (Megatron's default and
-// PTD-P eq. 2's count; eq. 2 omits the final norm's 2h).
+// Whole model, each distinct weight once: tied (Megatron's default) counts the
+// vocab × hidden table once (PTD-P eq. 2's count; eq. 2 omits the final norm's
+// 2h), untied twice (Hugging Face's count of Llama).
 int64_t model_parameters(const LayerShape& s, int64_t num_layers);
 
 // Forward model FLOPs of one layer for s.micro_batch sequences: matmuls only,

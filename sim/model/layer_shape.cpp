@@ -18,15 +18,14 @@ LayerShape layer_shape(const scenario::Scenario& spec) {
   s.parallel_attention_mlp = llm.parallel_attention_mlp();
   s.causal = !llm.bidirectional_attention();
   s.linear_bias = llm.linear_bias();
-  // The schema has no position-embedding field: GPT-style models (linear
-  // biases) use learned absolute positions, the bias-free Llama family rotary
-  // ones. docs/kernels.md names this rule.
-  s.learned_positions = llm.linear_bias();
+  s.learned_positions = llm.position_embedding() == scenario::Transformer::POSITION_LEARNED;
+  s.untied_output = llm.untie_embeddings_and_output_weights();
   s.unfused_attention = llm.attention_kernel() == scenario::Transformer::ATTENTION_UNFUSED;
   s.hidden_dropout = llm.hidden_dropout();
   s.attention_dropout = llm.attention_dropout();
   s.tp = par.tp() > 0 ? par.tp() : 1;
   s.cp = par.cp() > 0 ? par.cp() : 1;
+  s.pp = par.pp() > 0 ? par.pp() : 1;
   s.sequence_parallel = par.sequence_parallel() && s.tp > 1;
   return s;
 }

@@ -22,8 +22,12 @@ struct LayerShape {
   bool parallel_attention_mlp = false;
   bool causal = true;
   bool linear_bias = false;
-  // Learned absolute position embeddings (GPT-2/3) rather than rotary ones.
+  // Learned absolute position embeddings (POSITION_LEARNED: a seq × hidden
+  // table on the embedding stage) rather than rotary or none.
   bool learned_positions = false;
+  // Output layer with its own vocab × hidden weights (Megatron-LM's
+  // --untie-embeddings-and-output-weights) instead of reusing the embedding.
+  bool untied_output = false;
   // Megatron-LM's unfused CoreAttention (QKᵀ GEMM, softmax, dropout, P·V
   // GEMM over materialised s×s scores) instead of one FlashAttention kernel.
   bool unfused_attention = false;
@@ -32,6 +36,7 @@ struct LayerShape {
   double attention_dropout = 0;
   int64_t tp = 1;
   int64_t cp = 1;
+  int64_t pp = 1;  // pipeline stages: where a tied output layer keeps its copy
   bool sequence_parallel = false;
 
   int64_t head_dim() const { return hidden / heads; }
@@ -53,6 +58,11 @@ struct LayerShape {
   // Megatron pads the vocabulary to a multiple of the TP size; ceil is that
   // padding without the extra 128-alignment.
   int64_t vocab_per_rank() const { return (vocab + tp - 1) / tp; }
+  // Whether the last stage holds output-layer weights of its own: untied, or
+  // tied with pp > 1 (Megatron keeps a copy of the word embedding on the last
+  // stage and all-reduces its gradient with the first). Tied with pp = 1 the
+  // one embedding table is the output layer.
+  bool head_has_output_weights() const { return untied_output || pp > 1; }
   // One hidden-state tensor of this rank's (CP-local, full) sequence, bf16:
   // the nccl-tests size of every TP collective and the unsharded p2p message.
   int64_t hidden_bytes() const { return tokens() * hidden * 2; }

@@ -37,6 +37,7 @@ LayerShape llama2_70b() {
   s.vocab = 32000;
   s.activation = scenario::SWIGLU;
   s.norm = scenario::RMSNORM;
+  s.untied_output = true;  // Llama-2: rotary positions, untied output layer
   return s;
 }
 
@@ -398,9 +399,78 @@ TEST(Parameters, Gpt3MatchesPtdPEquation2PlusFinalNorm) {
 }
 
 TEST(Parameters, Llama2With70BMatchesTheReleasedCheckpoint) {
-  const LayerShape s = llama2_70b();
-  // HF's count (untied output layer): model_parameters is tied, add it back.
-  EXPECT_EQ(model_parameters(s, 80) + s.vocab * s.hidden, 68'976'648'192);
+  // Hugging Face's count of the released checkpoint: untied output layer,
+  // rotary positions (no parameters).
+  LayerShape s = llama2_70b();
+  EXPECT_EQ(model_parameters(s, 80), 68'976'648'192);
+  // Tied, the output layer's 32000 × 8192 would be the embedding's.
+  s.untied_output = false;
+  EXPECT_EQ(model_parameters(s, 80), 68'976'648'192 - 32000LL * 8192);
+}
+
+TEST(Parameters, UntiedAddsTheOutputLayerLearnedAddsThePositionTable) {
+  const LayerShape tied = gpt3();
+  const int64_t V = 51200, h = 12288, sq = 2048;
+  LayerShape untied = tied;
+  untied.untied_output = true;
+  EXPECT_EQ(model_parameters(untied, 96) - model_parameters(tied, 96), V * h);
+  LayerShape rotary = tied;
+  rotary.learned_positions = false;
+  EXPECT_EQ(model_parameters(tied, 96) - model_parameters(rotary, 96), sq * h);
+  EXPECT_EQ(embedding_parameters(tied) - embedding_parameters(rotary), sq * h);
+  // Model FLOPs do not depend on either.
+  EXPECT_DOUBLE_EQ(model_flops_per_iteration(untied, 96, 1536), model_flops_per_iteration(tied, 96, 1536));
+  EXPECT_DOUBLE_EQ(model_flops_per_iteration(rotary, 96, 1536), model_flops_per_iteration(tied, 96, 1536));
+}
+
+TEST(Parameters, HeadHoldsOutputWeightsUnlessTiedOnOneStage) {
+  const int64_t V = 51200, h = 12288, norm = 2 * 12288;
+  LayerShape s = gpt3();
+  s.tp = 8;
+  // Tied, pp = 1: the embedding table is the output layer, one copy.
+  EXPECT_EQ(head_parameters(s), norm);
+  // Tied, pp > 1: Megatron's copy of the embedding on the last stage.
+  s.pp = 8;
+  EXPECT_EQ(head_parameters(s), V / 8 * h + norm);
+  // Untied: the output layer's own slice, whatever pp.
+  s.untied_output = true;
+  EXPECT_EQ(head_parameters(s), V / 8 * h + norm);
+  s.pp = 1;
+  EXPECT_EQ(head_parameters(s), V / 8 * h + norm);
+}
+
+TEST(Parameters, OneStageRankHoldsTheWholeModel) {
+  // pp = 1, tp = 1: embedding + layers + head on one rank is the model, tied or
+  // untied, learned or rotary.
+  for (const bool untied : {false, true}) {
+    for (const bool learned : {false, true}) {
+      LayerShape s = gpt3();
+      s.untied_output = untied;
+      s.learned_positions = learned;
+      EXPECT_EQ(embedding_parameters(s) + 96 * layer_parameters(s) + head_parameters(s), model_parameters(s, 96))
+          << "untied " << untied << " learned " << learned;
+    }
+  }
+}
+
+TEST(Parameters, ShapeFollowsTheScenarioFields) {
+  scenario::Scenario spec;
+  auto* llm = spec.mutable_model()->mutable_llm();
+  llm->set_linear_bias(true);
+  llm->set_position_embedding(scenario::Transformer::POSITION_ROTARY);
+  spec.mutable_parallel()->set_pp(4);
+  LayerShape s = layer_shape(spec);
+  EXPECT_FALSE(s.learned_positions);  // linear biases no longer imply learned positions
+  EXPECT_FALSE(s.untied_output);
+  EXPECT_EQ(s.pp, 4);
+  llm->set_linear_bias(false);
+  llm->set_position_embedding(scenario::Transformer::POSITION_LEARNED);
+  llm->set_untie_embeddings_and_output_weights(true);
+  s = layer_shape(spec);
+  EXPECT_TRUE(s.learned_positions);
+  EXPECT_TRUE(s.untied_output);
+  llm->set_position_embedding(scenario::Transformer::POSITION_NONE);
+  EXPECT_FALSE(layer_shape(spec).learned_positions);
 }
 
 TEST(Parameters, ShardsCoverTheModel) {
@@ -411,6 +481,7 @@ TEST(Parameters, ShardsCoverTheModel) {
   const int64_t replicated = 2 * s.hidden + 4 * s.hidden;
   EXPECT_EQ(8 * (layer_parameters(s) - replicated) + replicated, whole);
   EXPECT_EQ(embedding_parameters(s), 51200 / 8 * 12288 + 2048 * 12288);
+  s.pp = 8;  // tied: the last stage's copy of the embedding
   EXPECT_EQ(head_parameters(s), 51200 / 8 * 12288 + 2 * 12288);
 }
 

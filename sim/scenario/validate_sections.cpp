@@ -25,6 +25,11 @@ void validate_model(const Scenario& spec, const Checker& c) {
   c.enumeration(p + "activation", m.activation());
   c.enumeration(p + "norm", m.norm());
   c.enumeration(p + "attention_kernel", m.attention_kernel());
+  if (m.position_embedding() == Transformer::POSITION_UNSPECIFIED)
+    c.fail(p + "position_embedding", "position_embedding is not set",
+           "set it to one of POSITION_LEARNED, POSITION_ROTARY, POSITION_NONE: POSITION_LEARNED for GPT-2/3-style "
+           "models, POSITION_ROTARY for Llama-style");
+  c.enumeration(p + "position_embedding", m.position_embedding());
   for (const auto& [name, value] : {std::pair<const char*, double>{"hidden_dropout", m.hidden_dropout()},
                                     std::pair<const char*, double>{"attention_dropout", m.attention_dropout()}}) {
     if (!std::isfinite(value) || value < 0 || value >= 1)

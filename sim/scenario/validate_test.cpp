@@ -98,6 +98,14 @@ const Case kCases[] = {
      "model.llm.attention_dropout", "attention_dropout must be a probability in [0, 1), got -0.1"},
     {"attention_dropout_nan", kSmall, "linear_bias: true", "linear_bias: true\n    attention_dropout: nan",
      "model.llm.attention_dropout", "must be a probability in [0, 1), got nan", "attention_dropout: nan"},
+    {"position_embedding_unset", kSmall, "    position_embedding: POSITION_LEARNED\n", "",
+     "model.llm.position_embedding", "position_embedding is not set", "llm {"},
+    {"position_embedding_unspecified", kLlama, "position_embedding: POSITION_ROTARY",
+     "position_embedding: POSITION_UNSPECIFIED", "model.llm.position_embedding", "position_embedding is not set"},
+    {"position_embedding_number", kSmall, "position_embedding: POSITION_LEARNED", "position_embedding: 9",
+     "model.llm.position_embedding", "has no value 9"},
+    {"json_position_embedding_unset", kJson, ",\n      \"positionEmbedding\": \"POSITION_LEARNED\"", "",
+     "model.llm.position_embedding", "position_embedding is not set", "\"llm\": {"},
     {"attention_kernel_number", kSmall, "linear_bias: true", "linear_bias: true\n    attention_kernel: 7",
      "model.llm.attention_kernel", "has no value 7", "attention_kernel: 7"},
     {"fp8_on_a100", kPtdp, "precision: BF16", "precision: FP8", "training.precision",
@@ -149,6 +157,17 @@ TEST(Validation, MissingSectionIsReportedWithoutALine) {
   EXPECT_EQ(e.where().field, "schedule.kind");
   EXPECT_EQ(e.where().line, 0);
   EXPECT_THAT(e.fix(), HasSubstr("GPIPE, ONE_F_ONE_B, INTERLEAVED_1F1B, ZB_H1"));
+}
+
+TEST(Validation, UnsetPositionEmbeddingListsTheChoices) {
+  const std::string text =
+      replace_once(read_source(kGpt3), "position_embedding: POSITION_LEARNED", "position_embedding: POSITION_UNSPECIFIED");
+  const Error e = error_of(text, Format::kText, "gpt3.pbtxt");
+  EXPECT_THAT(e.fix(), HasSubstr("POSITION_LEARNED, POSITION_ROTARY, POSITION_NONE"));
+  EXPECT_THAT(e.fix(), HasSubstr("POSITION_LEARNED for GPT-2/3-style models, POSITION_ROTARY for Llama-style"));
+  EXPECT_THAT(std::string(e.what()),
+              HasSubstr("gpt3.pbtxt:" + std::to_string(line_of(text, "position_embedding: POSITION_UNSPECIFIED"))));
+  EXPECT_THAT(std::string(e.what()), HasSubstr("model.llm.position_embedding"));
 }
 
 TEST(Validation, FormattedMessageNamesFileLineAndField) {
