@@ -65,7 +65,9 @@ TEST(BubbleAccounting, NoCapacityMeansNeverOver) {
   EXPECT_FALSE(acc.ranks()[1].over_capacity);
 }
 
-TEST(BubbleAccounting, DpCollectiveCauseIsExposedDp) {
+// Rank 0 alone: F [0,10], B [10,20], then a wait [20,80] released by the DP
+// reduce-scatter `cause`; the run ends at `end`.
+RankAccount account_final_dp_wait(const engine::WaitCause& cause, int64_t end) {
   const ir::Program p = two_rank_program();
   BubbleAccounting acc;
   engine::RunInfo info;
@@ -73,14 +75,18 @@ TEST(BubbleAccounting, DpCollectiveCauseIsExposedDp) {
   info.simulated_ranks = {0};
   info.represents = {{0}};
   acc.on_run_begin(info);
-  // F [0,10], B [10,20], then a wait [20,80] on the DP reduce-scatter [30,80].
   acc.on_op_end(testing::span(p, 0, testing::kCompute, 1, 0, 0, 10));
   acc.on_op_end(testing::span(p, 0, testing::kCompute, 4, 10, 10, 20));
   const auto w = testing::span(p, 0, testing::kCompute, 5, 20, 20, 80);
   acc.on_op_end(w);
-  acc.on_wait_end(w, testing::cause(testing::kDp, 0, 30, 80));
-  acc.on_run_end(TimeNs(100));
-  const RankAccount& r = acc.ranks()[0];
+  acc.on_wait_end(w, cause);
+  acc.on_run_end(TimeNs(end));
+  return acc.ranks()[0];
+}
+
+TEST(BubbleAccounting, DpCollectiveCauseIsExposedDp) {
+  // The reduce-scatter runs [30,80]; it was reached (ready 0) long before.
+  const RankAccount r = account_final_dp_wait(testing::cause(testing::kDp, 0, 30, 80), 100);
   EXPECT_EQ(r.bubble(Bubble::kDpExposed), TimeNs(50));
   EXPECT_EQ(r.bubble(Bubble::kPpCooldown), TimeNs(10 + 20));
   EXPECT_EQ(r.idle() + r.busy, TimeNs(100));
@@ -91,25 +97,12 @@ TEST(BubbleAccounting, DpCollectiveCauseIsExposedDp) {
 // the wait is exposed DP, none of it is a pipeline stall. A releasing op that is
 // reached early but starts late (peers not ready) leaves a stall.
 TEST(BubbleAccounting, TimeQueuedBehindEarlierCommunicationIsExposed) {
-  const ir::Program p = two_rank_program();
   for (const auto& [ready, start, dp, cooldown] :
        {std::tuple{50, 50, 60, 0}, std::tuple{20, 50, 30, 30}, std::tuple{40, 50, 50, 10}}) {
     SCOPED_TRACE("cause ready " + std::to_string(ready) + " start " + std::to_string(start));
-    BubbleAccounting acc;
-    engine::RunInfo info;
-    info.program = &p;
-    info.simulated_ranks = {0};
-    info.represents = {{0}};
-    acc.on_run_begin(info);
-    acc.on_op_end(testing::span(p, 0, testing::kCompute, 1, 0, 0, 10));
-    acc.on_op_end(testing::span(p, 0, testing::kCompute, 4, 10, 10, 20));
-    const auto w = testing::span(p, 0, testing::kCompute, 5, 20, 20, 80);
-    acc.on_op_end(w);
     engine::WaitCause c = testing::cause(testing::kDp, 0, start, 80);
     c.ready = TimeNs(ready);
-    acc.on_wait_end(w, c);
-    acc.on_run_end(TimeNs(80));
-    const RankAccount& r = acc.ranks()[0];
+    const RankAccount r = account_final_dp_wait(c, 80);
     EXPECT_EQ(r.bubble(Bubble::kDpExposed), TimeNs(dp));
     EXPECT_EQ(r.bubble(Bubble::kPpCooldown), TimeNs(cooldown));
     EXPECT_EQ(r.idle() + r.busy, TimeNs(80));
