@@ -40,7 +40,6 @@ ir::Op* ClassBuilder::add(StreamId stream, const OpContext& ctx) {
   op->set_microbatch(ctx.microbatch);
   op->set_chunk(ctx.chunk);
   op->set_layer(ctx.layer);
-  ++ops_;
   return op;
 }
 

@@ -50,7 +50,6 @@ class ClassBuilder {
   int32_t last_index(StreamId stream) const;
   ir::Op* op(StreamId stream, int32_t index);
 
-  int64_t op_count() const { return ops_; }
 
   // Moves the streams out (empty ones dropped) into a class.
   ir::RankClass finish(const std::string& name);
@@ -58,7 +57,6 @@ class ClassBuilder {
  private:
   std::array<ir::Stream, static_cast<size_t>(StreamId::kCount)> streams_;
   std::array<int64_t, static_cast<size_t>(EventId::kCount)> counters_{};
-  int64_t ops_ = 0;
 };
 
 }  // namespace lacuna::compiler

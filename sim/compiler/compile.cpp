@@ -82,8 +82,7 @@ ir::Program compile(const scenario::LoadedScenario& scenario) {
     base.recompute_activation_bytes =
         cost::layer_activation_bytes(activation_inputs(base.shape, scenario::RECOMPUTE_NONE));
 
-  const auto kind = spec.schedule().kind() == scenario::SCHEDULE_UNSPECIFIED ? scenario::ONE_F_ONE_B
-                                                                            : spec.schedule().kind();
+  const auto kind = spec.schedule().kind();  // validated: never UNSPECIFIED
   const auto actions = schedule::build_schedule(kind, base.pipeline);
 
   ir::Program program;
@@ -120,8 +119,7 @@ ir::Program compile(const scenario::LoadedScenario& scenario) {
       model::model_flops_per_iteration(base.shape, spec.model().llm().num_layers(), global_batch));
   info->set_hardware_flops_per_iteration(model::hardware_flops_per_iteration(
       base.shape, spec.model().llm().num_layers(), global_batch, par.recompute()));
-  const auto precision =
-      spec.training().precision() == scenario::PRECISION_UNSPECIFIED ? scenario::BF16 : spec.training().precision();
+  const auto precision = spec.training().precision();  // validated: never UNSPECIFIED
   info->set_precision(precision);
   info->set_peak_flops_per_gpu(scenario::peak_flops_per_s(spec.cluster().gpu(), precision));
   info->set_tp(dims.tp);

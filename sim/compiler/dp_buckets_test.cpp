@@ -93,13 +93,19 @@ TEST(DpBuckets, PartitionCoversEachStageOnceInReverseOrder) {
             EXPECT_GE(buckets[k].parameters, size);
             // Filled greedily: without its last-added (lowest, head-free)
             // layer the bucket would not have reached the size.
-            if (buckets[k].count > 1) EXPECT_LT(buckets[k].parameters - layer, size);
+            if (buckets[k].count > 1) {
+              EXPECT_LT(buckets[k].parameters - layer, size);
+            }
           }
         }
         EXPECT_EQ(next, r.first);
         EXPECT_EQ(parameters, stage_parameters(in, vs));
-        if (size == kHuge) EXPECT_EQ(buckets.size(), 1u);
-        if (size == 1) EXPECT_EQ(static_cast<int64_t>(buckets.size()), r.count);
+        if (size == kHuge) {
+          EXPECT_EQ(buckets.size(), 1u);
+        }
+        if (size == 1) {
+          EXPECT_EQ(static_cast<int64_t>(buckets.size()), r.count);
+        }
       }
     }
   }
@@ -139,11 +145,15 @@ TEST(DpBuckets, OneCollectivePerBucketWithTheChunksBytes) {
             const int64_t params = stage_parameters(in, vs);
             const auto grad = distributed ? ir::REDUCE_SCATTER : ir::ALL_REDUCE;
             EXPECT_EQ(ops.bytes.at({grad, c}), params * 4);
-            if (distributed) EXPECT_EQ(ops.bytes.at({ir::ALL_GATHER, c}), params * 2);
+            if (distributed) {
+              EXPECT_EQ(ops.bytes.at({ir::ALL_GATHER, c}), params * 2);
+            }
           }
           EXPECT_EQ(ops.count.at(distributed ? ir::REDUCE_SCATTER : ir::ALL_REDUCE), buckets);
           EXPECT_EQ(ops.count.count(ir::ALL_GATHER) ? ops.count.at(ir::ALL_GATHER) : 0, distributed ? buckets : 0);
-          if (size == 1) EXPECT_EQ(buckets, static_cast<int>(s.layers / s.pp));
+          if (size == 1) {
+            EXPECT_EQ(buckets, static_cast<int>(s.layers / s.pp));
+          }
         }
       }
     }

@@ -66,7 +66,6 @@ class Emitter {
     for (int64_t d : k.shape) c->add_shape(d);
     c->set_flops(k.flops);
     c->set_bytes(k.bytes);
-    flops_ += k.flops;
   }
 
   // Waits for every outstanding collective (end of a pass: what follows, a
@@ -80,8 +79,6 @@ class Emitter {
     auto* c = b_.op(StreamId::kCompute, compute_index)->mutable_compute();
     c->set_memory_delta_bytes(c->memory_delta_bytes() + delta);
   }
-
-  double flops() const { return flops_; }
 
  private:
   struct Pending {
@@ -119,7 +116,6 @@ class Emitter {
 
   ClassBuilder& b_;
   std::vector<Pending> pending_;
-  double flops_ = 0;
 };
 
 int32_t num_virtual_stages(const StageInputs& in) { return in.pipeline.pp * in.pipeline.virtual_stages; }
@@ -381,9 +377,7 @@ StageProgram build_stage_program(const StageInputs& in) {
   e.kernel(model::adam_step(updated), opt_ctx);
 
   StageProgram out;
-  out.flops = e.flops();
   out.parameters = parameters;
-  out.op_count = b.op_count();
   out.rank_class = b.finish("pp" + std::to_string(in.pp_rank));
   return out;
 }

@@ -37,9 +37,7 @@ struct StageInputs {
 
 struct StageProgram {
   ir::RankClass rank_class;
-  double flops = 0;          // Σ compute FLOPs of the class (one rank)
   int64_t parameters = 0;    // parameters this rank holds
-  int64_t op_count = 0;
 };
 
 // Ops the class will have; cheap, for refusing programs that are too large
