@@ -1,0 +1,19 @@
+// The two Megatron-LM placements of a multimodal model (docs/placements.md):
+// - baseline: every encoder (and projector) runs in the pre-process of the
+//   LLM's first virtual stage, in the LLM's TP / CP / SP layout;
+// - balanced: interleaved 1F1B over the encoder + projector + LLM layer chain,
+//   split over pp × v virtual stages by dynamic programming on per-layer time.
+#pragma once
+
+#include "sim/cost/cost_model.h"
+#include "sim/proto/program.pb.h"
+#include "sim/scenario/scenario.h"
+
+namespace lacuna::compiler {
+
+// `kind` is MEGATRON_BASELINE or MEGATRON_BALANCED. `cost` times the layers
+// for the balanced partition (unused by the baseline).
+ir::Program compile_megatron_mllm(const scenario::LoadedScenario& scenario, scenario::PlacementKind kind,
+                                  const cost::CostModel& cost);
+
+}  // namespace lacuna::compiler

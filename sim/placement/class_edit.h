@@ -1,0 +1,39 @@
+// Editing a compiled RankClass: inserting ops into its streams, adding
+// streams and events. The Optimus and heterogeneous placements start from the
+// LLM's compiled classes and add encoder work this way, so the LLM's own
+// program stays exactly what compiler::compile wrote.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/proto/program.pb.h"
+
+namespace lacuna::placement {
+
+// Ops to put in front of op `before` of a stream (before == ops_size():
+// append). Several insertions at one position keep the order given.
+struct Insertion {
+  int32_t before = 0;
+  std::vector<ir::Op> ops;
+};
+
+// Applies all insertions to `stream` in one pass (positions refer to the
+// stream as it was). Throws lacuna::Error for a position out of range.
+void splice(ir::Stream& stream, std::vector<Insertion> insertions);
+
+// Appends a stream (returns its index) / a fresh event id (num_events grows).
+int32_t add_stream(ir::RankClass& rank_class, const std::string& name, ir::StreamKind kind);
+int32_t add_event(ir::RankClass& rank_class);
+// Index of the stream named `name`, -1 if none.
+int32_t find_stream(const ir::RankClass& rank_class, const std::string& name);
+
+// Group / peer slots added to a program: returns the new slot index, and
+// extends every RankBinding's group / peer list with -1.
+int32_t add_group_slot(ir::Program& program, const std::string& name, ir::GroupKind kind);
+int32_t add_peer_slot(ir::Program& program, const std::string& name);
+// Index of `ranks` (ascending) in program.groups, adding it when new.
+int32_t intern_group(ir::Program& program, ir::GroupKind kind, const std::vector<int32_t>& ranks);
+
+}  // namespace lacuna::placement

@@ -1,0 +1,60 @@
+#include "sim/placement/compile.h"
+
+#include "sim/compiler/compile.h"
+#include "sim/compiler/megatron_mllm.h"
+#include "sim/cost/cost_model.h"
+#include "sim/placement/heterogeneous.h"
+#include "sim/placement/optimus.h"
+
+namespace lacuna::placement {
+namespace {
+
+std::string placement_name(scenario::PlacementKind kind) {
+  return scenario::PlacementKind_Name(kind);
+}
+
+}  // namespace
+
+ir::Program compile_as(const scenario::LoadedScenario& scenario, scenario::PlacementKind kind) {
+  const auto& spec = scenario.spec;
+  if (spec.model().encoders_size() == 0) return compiler::compile(scenario);
+  // Optimus and the balanced partition time kernels while planning; they use
+  // the model the simulation will use.
+  const auto cost = cost::make_analytic_cost_model(spec.cluster(), spec.training().precision());
+  switch (kind) {
+    case scenario::MEGATRON_BASELINE:
+    case scenario::MEGATRON_BALANCED:
+      return compiler::compile_megatron_mllm(scenario, kind, *cost);
+    case scenario::OPTIMUS:
+      return compile_optimus(scenario, *cost);
+    case scenario::HETEROGENEOUS:
+      for (int e = 0; e < spec.model().encoders_size(); ++e)
+        if (!spec.model().encoders(e).has_layout())
+          throw Error(scenario.locations.locate("model.encoders[" + std::to_string(e) + "]"),
+                      "the heterogeneous placement needs a layout for every encoder; encoder " +
+                          std::to_string(e) + " has none",
+                      "add `layout { tp: .. cp: .. pp: .. dp: .. first_rank: .. }` to the encoder");
+      return compile_heterogeneous(scenario, *cost);
+    default:
+      throw Error(scenario.locations.locate("placement.kind"),
+                  "placement " + placement_name(kind) + " cannot be compiled",
+                  "choose MEGATRON_BASELINE, MEGATRON_BALANCED, OPTIMUS or HETEROGENEOUS");
+  }
+}
+
+ir::Program compile(const scenario::LoadedScenario& scenario) {
+  return compile_as(scenario, scenario.spec.placement().kind());
+}
+
+std::vector<scenario::PlacementKind> applicable_placements(const scenario::LoadedScenario& scenario) {
+  const auto& spec = scenario.spec;
+  if (spec.model().encoders_size() == 0) return {};
+  std::vector<scenario::PlacementKind> out{scenario::MEGATRON_BASELINE, scenario::MEGATRON_BALANCED,
+                                           scenario::OPTIMUS};
+  bool all_layouts = true;
+  for (const auto& e : spec.model().encoders()) all_layouts = all_layouts && e.has_layout();
+  if (all_layouts) out.push_back(scenario::HETEROGENEOUS);
+  return out;
+}
+
+}  // namespace lacuna::placement

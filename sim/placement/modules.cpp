@@ -1,0 +1,75 @@
+#include "sim/placement/modules.h"
+
+#include "sim/model/accounting.h"
+#include "sim/model/layer_shape.h"
+
+namespace lacuna::placement {
+namespace {
+
+int32_t at_least_one(int64_t v) { return v > 0 ? static_cast<int32_t>(v) : 1; }
+
+}  // namespace
+
+scenario::LoadedScenario llm_only(const scenario::LoadedScenario& scenario) {
+  scenario::LoadedScenario out = scenario;
+  out.spec.mutable_model()->clear_encoders();
+  out.spec.clear_placement();
+  return out;
+}
+
+ir::ModuleInfo llm_module_info(const scenario::Scenario& spec) {
+  const auto& par = spec.parallel();
+  ir::ModuleInfo m;
+  m.set_name(spec.model().llm().name().empty() ? "llm" : spec.model().llm().name());
+  m.set_is_encoder(false);
+  m.set_tp(at_least_one(par.tp()));
+  m.set_cp(at_least_one(par.cp()));
+  m.set_pp(at_least_one(par.pp()));
+  m.set_dp(at_least_one(par.dp()));
+  m.set_virtual_stages(at_least_one(par.virtual_stages()));
+  m.set_first_rank(0);
+  m.set_num_ranks(m.tp() * m.cp() * m.pp() * m.dp());
+  const auto shape = model::layer_shape(spec);
+  m.set_parameters(model::model_parameters(shape, spec.model().llm().num_layers()));
+  m.set_model_flops_per_iteration(
+      model::model_flops_per_iteration(shape, spec.model().llm().num_layers(), spec.training().global_batch()));
+  return m;
+}
+
+ir::ModuleInfo encoder_module_info(const scenario::Scenario& spec, int e, const scenario::ModuleLayout& layout) {
+  const auto& enc = spec.model().encoders(e);
+  ir::ModuleInfo m;
+  m.set_name(enc.transformer().name().empty() ? "encoder" + std::to_string(e) : enc.transformer().name());
+  m.set_is_encoder(true);
+  m.set_tp(at_least_one(layout.tp()));
+  m.set_cp(at_least_one(layout.cp()));
+  m.set_pp(at_least_one(layout.pp()));
+  m.set_dp(at_least_one(layout.dp()));
+  m.set_virtual_stages(at_least_one(layout.virtual_stages()));
+  m.set_first_rank(static_cast<int32_t>(layout.first_rank()));
+  m.set_num_ranks(m.tp() * m.cp() * m.pp() * m.dp());
+  m.set_parameters(model::encoder_parameters(spec, e));
+  m.set_model_flops_per_iteration(model::encoder_model_flops_per_iteration(spec, e, spec.training().global_batch()));
+  m.set_frozen(enc.frozen());
+  return m;
+}
+
+void add_multimodal_info(const scenario::Scenario& spec, scenario::PlacementKind placement,
+                         const std::vector<scenario::ModuleLayout>& encoder_layouts, ir::ProgramInfo& info) {
+  info.set_placement(placement);
+  info.clear_modules();
+  *info.add_modules() = llm_module_info(spec);
+  double model_flops = info.model_flops_per_iteration();
+  double hardware_flops = info.hardware_flops_per_iteration();
+  for (int e = 0; e < spec.model().encoders_size(); ++e) {
+    const auto& layout = encoder_layouts.at(static_cast<size_t>(e));
+    *info.add_modules() = encoder_module_info(spec, e, layout);
+    model_flops += model::encoder_model_flops_per_iteration(spec, e, spec.training().global_batch());
+    hardware_flops +=
+        model::encoder_hardware_flops_per_iteration(spec, e, spec.training().global_batch(), layout.recompute());
+  }
+  info.set_model_flops_per_iteration(model_flops);
+  info.set_hardware_flops_per_iteration(hardware_flops);
+}
+
+}  // namespace lacuna::placement

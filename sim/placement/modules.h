@@ -1,0 +1,27 @@
+// Pieces every multimodal placement shares: the LLM-only view of a scenario,
+// module descriptions for ProgramInfo, and the whole-MLLM FLOP totals.
+#pragma once
+
+#include <cstdint>
+
+#include "sim/model/mllm.h"
+#include "sim/proto/program.pb.h"
+#include "sim/scenario/scenario.h"
+
+namespace lacuna::placement {
+
+// The scenario without its encoders (and placement): what the LLM alone runs.
+scenario::LoadedScenario llm_only(const scenario::LoadedScenario& scenario);
+
+// Module 0: the LLM in the scenario's parallel plan, ranks [0, world).
+ir::ModuleInfo llm_module_info(const scenario::Scenario& spec);
+// Module e + 1: encoder e (projector included) in `layout` on
+// [first_rank, first_rank + tp·cp·pp·dp).
+ir::ModuleInfo encoder_module_info(const scenario::Scenario& spec, int e, const scenario::ModuleLayout& layout);
+
+// Fills info.modules, placement, and adds the encoders' model / hardware FLOPs
+// to the LLM's (already set by compiler::compile); num_ranks is left as is.
+void add_multimodal_info(const scenario::Scenario& spec, scenario::PlacementKind placement,
+                         const std::vector<scenario::ModuleLayout>& encoder_layouts, ir::ProgramInfo& info);
+
+}  // namespace lacuna::placement
