@@ -38,9 +38,14 @@ int64_t total_vision_tokens_per_sample(const scenario::Scenario& spec);
 // causal = false, the encoder's own sizes, split by `shard`.
 LayerShape encoder_layer_shape(const scenario::Scenario& spec, int e, int64_t samples, const ShardSpec& shard);
 
+// Pixel values per patch token: 3 channels × 14 × 14 (ViT-22B's and
+// InternViT's patch size; the encoder FLOP convention's 588).
+inline constexpr int64_t kPatchPixels = 3 * 14 * 14;
+
 // Patch embedding of encoder `e` (a Linear over 3·14·14 pixel values per token,
 // as ViT's conv with stride = kernel), forward and backward (W only: the
-// pixels need no gradient).
+// pixels need no gradient). Replicated over TP: every TP rank runs the whole
+// GEMM; under SP the backward first all-gathers the sequence-sharded gradient.
 std::vector<Step> patch_embedding_forward(const LayerShape& encoder);
 std::vector<Step> patch_embedding_backward(const LayerShape& encoder);
 
@@ -55,18 +60,30 @@ struct ProjectorShape {
   int64_t num_layers = 2;   // 1 or 2 linears
   int64_t tp = 1;
   bool sequence_parallel = false;
+  // Whether the backward computes (and TP-reduces) FC1's input gradient: false
+  // for a frozen encoder, whose output needs no gradient (the projector's own
+  // weights are still trained).
+  bool input_grad = true;
 };
 ProjectorShape projector_shape(const scenario::Scenario& spec, int e, int64_t samples, const ShardSpec& shard);
 std::vector<Step> projector_forward(const ProjectorShape& p);
 std::vector<Step> projector_backward(const ProjectorShape& p);
 int64_t projector_parameters(const ProjectorShape& p);        // on one rank
 int64_t projector_activation_bytes(const ProjectorShape& p);  // kept per microbatch
+// The encoder's final norm after its last layer (on the last encoder stage),
+// over the rank's SP share of the tokens; its parameters (replicated).
+std::vector<Step> encoder_final_norm_forward(const LayerShape& encoder);
+std::vector<Step> encoder_final_norm_backward(const LayerShape& encoder);
+int64_t encoder_final_norm_parameters(const scenario::Scenario& spec, int e);
 // Parameters of one encoder layer on one rank of `shard`.
 int64_t encoder_layer_parameters(const scenario::Scenario& spec, int e, const ShardSpec& shard);
-// Patch embedding parameters (replicated over TP).
+// Patch embedding parameters (replicated over TP): 588·h + h (bias), plus the
+// tokens-per-image × h position table when the encoder's position_embedding
+// is POSITION_LEARNED.
 int64_t patch_embedding_parameters(const scenario::Scenario& spec, int e);
 
-// Whole encoder `e` unsharded: layers + patch embedding + projector.
+// Whole encoder `e` unsharded: layers + patch embedding + final norm +
+// projector.
 int64_t encoder_parameters(const scenario::Scenario& spec, int e);
 
 // Model FLOPs of encoder `e` (its projector included) per iteration of

@@ -93,5 +93,13 @@ void validate_training(const Scenario& spec, const Checker& c);
 void validate_cluster(const Scenario& spec, const Checker& c);
 void validate_parallel(const Scenario& spec, const Checker& c);
 void validate_consistency(const Scenario& spec, const Checker& c);
+// Multimodal fields (validate_mllm.cpp): encoders, data mix, encoder layouts
+// and rank sets, placement. Runs before validate_consistency.
+void validate_multimodal(const Scenario& spec, const Checker& c);
+// Whether a HETEROGENEOUS encoder sits on an island of its own after the
+// LLM's ranks, and how many GPUs that island takes (0 without one). Valid
+// once validate_multimodal passed: the LLM then owns [0, GPUs − island).
+bool has_encoder_island(const Scenario& spec);
+int64_t encoder_island_gpus(const Scenario& spec);
 
 }  // namespace lacuna::scenario

@@ -11,6 +11,7 @@ void validate_scenario(const Scenario& spec, const SourceMap& locations) {
   validate_training(spec, c);
   validate_cluster(spec, c);
   validate_parallel(spec, c);
+  validate_multimodal(spec, c);
   validate_consistency(spec, c);
 }
 

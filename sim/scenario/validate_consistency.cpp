@@ -51,14 +51,20 @@ void check_tensor_and_context(const Scenario& spec, const Checker& c) {
 void check_world_and_batch(const Scenario& spec, const Checker& c) {
   const auto& p = spec.parallel();
   const __int128 product = static_cast<__int128>(p.tp()) * p.cp() * p.pp() * p.dp();
-  const int64_t gpus = num_gpus(spec);
+  // An encoder island (non-colocated encoder) takes the cluster's last GPUs;
+  // the LLM fills the rest (validate_mllm.cpp checks the island itself).
+  const int64_t island = encoder_island_gpus(spec);
+  const int64_t gpus = num_gpus(spec) - island;
   if (product != gpus) {
     const std::string shown = product > Limits::kGpus * int64_t{1000} ? "more than 10^9" : s(static_cast<int64_t>(product));
     const int64_t other = p.tp() * p.cp() * p.pp();  // each ≤ 10^6 only if product is small; guard below
     std::string fix = "make tp·cp·pp·dp equal " + s(gpus) + ", or change cluster.num_nodes";
     if (product <= Limits::kGpus * int64_t{1000} && gpus % other == 0)
       fix = "set dp: " + s(gpus / other) + " (= " + s(gpus) + " / (tp·cp·pp)), or change cluster.num_nodes";
-    c.fail("parallel.dp", "tp×cp×pp×dp = " + shown + " but the cluster has " + s(gpus) + " GPUs", fix);
+    c.fail("parallel.dp",
+           "tp×cp×pp×dp = " + shown + " but the cluster has " + s(gpus) + " GPUs" +
+               (island > 0 ? " for the LLM (" + s(island) + " more are the encoder island)" : ""),
+           fix);
   }
   const auto& t = spec.training();
   const int64_t per_step = t.micro_batch() * p.dp();
