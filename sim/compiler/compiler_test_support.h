@@ -125,6 +125,48 @@ inline Small gpt3_3072() {
   return s;
 }
 
+// A small ViT-style encoder for multimodal compiler tests (Megatron
+// placements: no layout of its own).
+struct SmallEncoder {
+  int64_t layers = 4, hidden = 128, heads = 4, ffn = 512;
+  int64_t tokens_per_image = 64, images_per_sample = 1;
+  int64_t token_merge = 1, projector_layers = 2;
+  bool frozen = false;
+  std::string name = "vit-small";
+};
+
+// `s` (the LLM and its plan) with `encoders` under `placement`
+// (balanced_virtual_stages 0: parallel.virtual_stages).
+inline scenario::LoadedScenario make_mllm_scenario(const Small& s, const std::vector<SmallEncoder>& encoders,
+                                                   scenario::PlacementKind placement,
+                                                   int64_t balanced_virtual_stages = 0) {
+  scenario::LoadedScenario ls = make_scenario(s);
+  ls.spec.set_name("small-mllm");
+  for (const SmallEncoder& e : encoders) {
+    auto* enc = ls.spec.mutable_model()->add_encoders();
+    auto* t = enc->mutable_transformer();
+    t->set_name(e.name);
+    t->set_num_layers(e.layers);
+    t->set_hidden_size(e.hidden);
+    t->set_num_attention_heads(e.heads);
+    t->set_num_kv_heads(e.heads);
+    t->set_ffn_hidden_size(e.ffn);
+    t->set_activation(scenario::GELU);
+    t->set_norm(scenario::LAYERNORM);
+    t->set_seq_length(e.tokens_per_image);
+    t->set_bidirectional_attention(true);
+    t->set_linear_bias(true);
+    t->set_position_embedding(scenario::Transformer::POSITION_LEARNED);
+    enc->set_frozen(e.frozen);
+    enc->set_images_per_sample(e.images_per_sample);
+    enc->mutable_projector()->set_token_merge(e.token_merge);
+    enc->mutable_projector()->set_num_layers(e.projector_layers);
+  }
+  ls.spec.mutable_placement()->set_kind(placement);
+  ls.spec.mutable_placement()->set_balanced_virtual_stages(balanced_virtual_stages);
+  return ls;
+}
+
 // Durations that depend on the op only (deterministic), so every transfer
 // and collective has a cost and compute follows its FLOPs.
 class TrivialCost : public cost::CostModel {

@@ -1,6 +1,7 @@
 #include "sim/compiler/stage_program.h"
 
 #include <algorithm>
+#include <array>
 #include <limits>
 #include <numeric>
 
@@ -129,13 +130,101 @@ int64_t count_ops(const std::vector<Step>& steps, Filter filter) {
   return n;
 }
 
+// What a module holds per layer / pre / post on one rank.
+struct ModuleParameters {
+  int64_t layer = 0, pre = 0, post = 0, post_frozen = 0;
+  bool frozen = false;
+};
+
+ModuleParameters module_parameters(const StageInputs& in, int32_t module) {
+  if (module == 0)
+    return {model::layer_parameters(in.shape), model::embedding_parameters(in.shape),
+            model::head_parameters(in.shape), 0, false};
+  const ModuleWork& w = in.encoders.at(static_cast<size_t>(module - 1));
+  return {w.layer_parameters, w.pre_parameters, w.post_parameters, w.post_frozen_parameters, w.frozen};
+}
+
+int64_t segment_parameters(const StageInputs& in, const Segment& seg, bool trained_only) {
+  const ModuleParameters p = module_parameters(in, seg.module);
+  const bool skip_frozen = trained_only && p.frozen;
+  int64_t n = skip_frozen ? 0 : seg.count * p.layer + (seg.pre ? p.pre : 0);
+  if (seg.post) n += trained_only ? p.post - p.post_frozen : p.post;
+  return n;
+}
+
+// Labels the ops appended to the class since construction with a module
+// (Op.module): the builder knows nothing of modules, and every op of a
+// segment, its TP / CP collectives and DP bucket hand-offs included, belongs
+// to the segment's module.
+class ModuleStamp {
+ public:
+  explicit ModuleStamp(ClassBuilder& b) : b_(b) {
+    for (size_t i = 0; i < start_.size(); ++i) start_[i] = b.last_index(static_cast<StreamId>(i)) + 1;
+  }
+  void apply(int32_t module) {
+    if (module == 0) return;  // the default: LLM programs stay as they were
+    for (size_t i = 0; i < start_.size(); ++i) {
+      const auto id = static_cast<StreamId>(i);
+      for (int32_t j = start_[i]; j <= b_.last_index(id); ++j) b_.op(id, j)->set_module(module);
+    }
+  }
+
+ private:
+  ClassBuilder& b_;
+  std::array<int32_t, static_cast<size_t>(StreamId::kCount)> start_{};
+};
+
 }  // namespace
 
-int64_t stage_parameters(const StageInputs& in, int32_t virtual_stage) {
+ModuleWork llm_module_work(const StageInputs& in) {
+  const auto& s = in.shape;
+  ModuleWork w;
+  w.shape = s;
+  w.layer_forward = model::layer_forward(s);
+  w.layer_backward = model::layer_backward(s, in.recompute);
+  w.pre_forward = model::embedding_forward(s);
+  w.pre_backward = model::embedding_backward(s);
+  w.post_forward = model::head_forward(s);
+  w.post_backward = model::head_backward(s);
+  w.layer_activation_bytes = in.layer_activation_bytes;
+  w.recompute_activation_bytes = in.recompute_activation_bytes;
+  w.post_activation_bytes = model::head_activation_bytes(s);
+  return w;
+}
+
+std::vector<Segment> stage_segments(const StageInputs& in, int32_t virtual_stage) {
+  if (!in.segments.empty()) return in.segments.at(static_cast<size_t>(virtual_stage));
   const LayerRange& r = in.stages[static_cast<size_t>(virtual_stage)];
-  int64_t p = r.count * model::layer_parameters(in.shape);
-  if (virtual_stage == 0) p += model::embedding_parameters(in.shape);
-  if (virtual_stage == num_virtual_stages(in) - 1) p += model::head_parameters(in.shape);
+  return {Segment{0, r.first, r.count, virtual_stage == 0, virtual_stage == num_virtual_stages(in) - 1}};
+}
+
+int64_t boundary_p2p_bytes(const StageInputs& in, int32_t virtual_stage) {
+  const auto& s = in.shape;
+  // One LLM hidden state, sequence-sharded over TP with SP (Megatron's
+  // scatter/gather optimisation).
+  const int64_t llm = s.hidden_bytes() / (s.sequence_parallel ? s.tp : 1);
+  if (in.segments.empty()) return llm;
+  int64_t carried = 0;  // outputs of the encoders finished so far
+  Segment last;
+  for (int32_t k = 0; k <= virtual_stage; ++k)
+    for (const Segment& seg : in.segments.at(static_cast<size_t>(k))) {
+      if (seg.module != 0 && seg.post) carried += in.encoders.at(static_cast<size_t>(seg.module - 1)).output_p2p_bytes;
+      last = seg;
+    }
+  if (last.module == 0) return llm;  // the LLM's sequence holds the vision embeddings by now
+  if (last.post) return carried;
+  return carried + in.encoders.at(static_cast<size_t>(last.module - 1)).layer_p2p_bytes;
+}
+
+int64_t stage_parameters(const StageInputs& in, int32_t virtual_stage) {
+  int64_t p = 0;
+  for (const Segment& seg : stage_segments(in, virtual_stage)) p += segment_parameters(in, seg, false);
+  return p;
+}
+
+int64_t stage_trained_parameters(const StageInputs& in, int32_t virtual_stage) {
+  int64_t p = 0;
+  for (const Segment& seg : stage_segments(in, virtual_stage)) p += segment_parameters(in, seg, true);
   return p;
 }
 
@@ -146,44 +235,71 @@ int64_t ddp_bucket_parameters(const StageInputs& in) {
 }
 
 std::vector<DpBucket> dp_buckets(const StageInputs& in, int32_t virtual_stage) {
-  const LayerRange& r = in.stages[static_cast<size_t>(virtual_stage)];
-  if (r.count <= 0) return {DpBucket{r.first, 0, stage_parameters(in, virtual_stage)}};
+  const auto segments = stage_segments(in, virtual_stage);
   const int64_t size = ddp_bucket_parameters(in);
-  const int64_t per_layer = model::layer_parameters(in.shape);
-  const int64_t last = r.first + r.count - 1;
   std::vector<DpBucket> out;
-  DpBucket cur;
-  for (int64_t l = last; l >= r.first; --l) {
-    cur.parameters += per_layer;
-    if (l == last && virtual_stage == num_virtual_stages(in) - 1) cur.parameters += model::head_parameters(in.shape);
-    if (l == r.first && virtual_stage == 0) cur.parameters += model::embedding_parameters(in.shape);
-    cur.first_layer = l;
-    ++cur.count;
-    if (cur.parameters >= size || l == r.first) {
-      out.push_back(cur);
-      cur = DpBucket{};
+  for (int32_t si = static_cast<int32_t>(segments.size()) - 1; si >= 0; --si) {
+    const Segment& seg = segments[static_cast<size_t>(si)];
+    const ModuleParameters mp = module_parameters(in, seg.module);
+    // An LLM bucket is kept even when empty (a layer-less stage's embedding /
+    // head bucket, as LLM-only programs always had); an encoder segment with
+    // nothing trained (frozen layers) has none.
+    auto push = [&](DpBucket b) {
+      b.segment = si;
+      b.module = seg.module;
+      if (seg.module == 0 || b.parameters > 0) out.push_back(b);
+    };
+    if (seg.count <= 0) {
+      push(DpBucket{seg.first, 0, segment_parameters(in, seg, true)});
+      continue;
+    }
+    const int64_t per_layer = mp.frozen ? 0 : mp.layer;
+    const int64_t last = seg.first + seg.count - 1;
+    DpBucket cur;
+    for (int64_t l = last; l >= seg.first; --l) {
+      cur.parameters += per_layer;
+      if (l == last && seg.post) cur.parameters += mp.post - mp.post_frozen;
+      if (l == seg.first && seg.pre && !mp.frozen) cur.parameters += mp.pre;
+      cur.first_layer = l;
+      ++cur.count;
+      if (cur.parameters >= size || l == seg.first) {
+        push(cur);
+        cur = DpBucket{};
+      }
     }
   }
   return out;
 }
 
 int64_t estimate_ops(const StageInputs& in) {
-  const auto& s = in.shape;
-  const int64_t fwd = count_ops(model::layer_forward(s), Filter::kAll);
-  const auto bwd_steps = model::layer_backward(s, in.recompute);
-  const int64_t bwd = count_ops(bwd_steps, Filter::kAll);
-  const int64_t bwd_b = count_ops(bwd_steps, Filter::kInputOnly);
-  const int64_t bwd_w = count_ops(bwd_steps, Filter::kWeightOnly);
+  struct PerLayer {
+    int64_t fwd = 0, bwd = 0, bwd_b = 0, bwd_w = 0;
+  };
+  auto per_layer = [](const std::vector<Step>& fwd_steps, const std::vector<Step>& bwd_steps, bool frozen) {
+    PerLayer p;
+    p.fwd = count_ops(fwd_steps, Filter::kAll);
+    if (frozen) return p;
+    p.bwd = count_ops(bwd_steps, Filter::kAll);
+    p.bwd_b = count_ops(bwd_steps, Filter::kInputOnly);
+    p.bwd_w = count_ops(bwd_steps, Filter::kWeightOnly);
+    return p;
+  };
+  std::vector<PerLayer> modules;
+  modules.push_back(per_layer(model::layer_forward(in.shape), model::layer_backward(in.shape, in.recompute), false));
+  for (const ModuleWork& w : in.encoders) modules.push_back(per_layer(w.layer_forward, w.layer_backward, w.frozen));
   constexpr int64_t kPassOverhead = 16;  // p2p, head / embedding, DP waits
   int64_t n = 0;
   for (const auto& a : in.actions) {
-    const int64_t layers =
-        in.stages[static_cast<size_t>(schedule::virtual_stage(in.pipeline, in.pp_rank, a.chunk))].count;
-    const int64_t per_layer = a.pass == Pass::kForward          ? fwd
-                              : a.pass == Pass::kBackward       ? bwd
-                              : a.pass == Pass::kBackwardInput  ? bwd_b
-                                                                : bwd_w;
-    n += layers * per_layer + kPassOverhead;
+    const int32_t vs = schedule::virtual_stage(in.pipeline, in.pp_rank, a.chunk);
+    for (const Segment& seg : stage_segments(in, vs)) {
+      const PerLayer& p = modules.at(static_cast<size_t>(seg.module));
+      const int64_t ops = a.pass == Pass::kForward         ? p.fwd
+                          : a.pass == Pass::kBackward      ? p.bwd
+                          : a.pass == Pass::kBackwardInput ? p.bwd_b
+                                                           : p.bwd_w;
+      n += seg.count * ops;
+    }
+    n += kPassOverhead;
   }
   return n;
 }
@@ -191,13 +307,23 @@ int64_t estimate_ops(const StageInputs& in) {
 StageProgram build_stage_program(const StageInputs& in) {
   ClassBuilder b;
   Emitter e(b);
-  const auto& s = in.shape;
-  const int32_t pp = in.pipeline.pp, v = in.pipeline.virtual_stages, m = in.pipeline.microbatches;
+  const int32_t v = in.pipeline.virtual_stages, m = in.pipeline.microbatches;
   const int32_t num_vs = num_virtual_stages(in);
-  const bool p2p = pp > 1;
-  // Activations / gradients between stages: one hidden state, sequence-sharded
-  // over TP with SP (Megatron's scatter/gather optimisation).
-  const int64_t p2p_bytes = s.hidden_bytes() / (s.sequence_parallel ? s.tp : 1);
+  const bool p2p = in.pipeline.pp > 1;
+  const ModuleWork llm = llm_module_work(in);
+  std::vector<const ModuleWork*> modules{&llm};
+  for (const ModuleWork& w : in.encoders) modules.push_back(&w);
+  auto work = [&](const Segment& seg) -> const ModuleWork& { return *modules.at(static_cast<size_t>(seg.module)); };
+  std::vector<std::vector<Segment>> segments(static_cast<size_t>(num_vs));
+  for (int32_t k = 0; k < num_vs; ++k) segments[k] = stage_segments(in, k);
+  // The message after virtual stage k and the module it belongs to (that of
+  // the stage's last segment, whose output it is).
+  std::vector<int64_t> boundary_bytes(static_cast<size_t>(num_vs), 0);
+  std::vector<int32_t> boundary_module(static_cast<size_t>(num_vs), 0);
+  for (int32_t k = 0; k + 1 < num_vs; ++k) {
+    boundary_bytes[k] = boundary_p2p_bytes(in, k);
+    boundary_module[k] = segments[k].empty() ? 0 : segments[k].back().module;
+  }
   auto tag = [&](int64_t direction, int64_t receiver_stage, int64_t mb) {
     return (direction * num_vs + receiver_stage) * m + mb;
   };
@@ -205,31 +331,28 @@ StageProgram build_stage_program(const StageInputs& in) {
   // each direction has its own send and receive stream (rendezvous sends block
   // their stream) and the compute stream waits on the receive's record.
   auto receive_into_compute = [&](StreamId stream, EventId event, int32_t peer_slot, int32_t channel,
-                                  int64_t tag_value, const OpContext& ctx) {
+                                  int64_t tag_value, int32_t boundary, const OpContext& ctx) {
+    ModuleStamp stamp(b);
     auto* r = b.add(stream, ctx)->mutable_recv();
     r->set_peer_slot(peer_slot);
-    r->set_bytes(p2p_bytes);
+    r->set_bytes(boundary_bytes[boundary]);
     r->set_channel(channel);
     r->set_tag(tag_value);
     b.wait(StreamId::kCompute, event, b.record(stream, event, ctx), ctx);
+    stamp.apply(boundary_module[boundary]);
   };
   auto send_from_compute = [&](StreamId stream, EventId event, int32_t peer_slot, int32_t channel,
-                               int64_t tag_value, const OpContext& ctx) {
+                               int64_t tag_value, int32_t boundary, const OpContext& ctx) {
+    ModuleStamp stamp(b);
     b.wait(stream, event, b.record(StreamId::kCompute, event, ctx), ctx);
     auto* snd = b.add(stream, ctx)->mutable_send();
     snd->set_peer_slot(peer_slot);
-    snd->set_bytes(p2p_bytes);
+    snd->set_bytes(boundary_bytes[boundary]);
     snd->set_channel(channel);
     snd->set_tag(tag_value);
+    stamp.apply(boundary_module[boundary]);
   };
   const bool dp_ops = in.dp_cp > 1;
-  const int64_t head_bytes = model::head_activation_bytes(s);
-  const auto layer_fwd = model::layer_forward(s);
-  const auto layer_bwd = model::layer_backward(s, in.recompute);
-  const auto head_fwd = model::head_forward(s);
-  const auto head_bwd = model::head_backward(s);
-  const auto emb_fwd = model::embedding_forward(s);
-  const auto emb_bwd = model::embedding_backward(s);
 
   std::vector<int32_t> first_forward(v, -1), last_backward(v, -1);
   for (int32_t i = 0; i < static_cast<int32_t>(in.actions.size()); ++i) {
@@ -245,17 +368,16 @@ StageProgram build_stage_program(const StageInputs& in) {
 
   int64_t dp_records = 0;
   const OpContext dp_ctx{ir::DP_SYNC, 0, 0, -1};
-  auto dp_collective = [&](ir::CollectiveKind kind, int32_t chunk, int64_t bytes) {
+  auto dp_collective = [&](ir::CollectiveKind kind, int32_t chunk, int64_t bytes, int32_t module) {
     OpContext ctx = dp_ctx;
     ctx.chunk = chunk;
+    ModuleStamp stamp(b);
     auto* c = b.add(StreamId::kDp, ctx)->mutable_collective();
     c->set_kind(kind);
     c->set_group_slot(kSlotDpCp);
     c->set_bytes(bytes);
     dp_records = b.record(StreamId::kDp, EventId::kDpToCompute, ctx);
-  };
-  auto chunk_parameters = [&](int32_t chunk) {
-    return stage_parameters(in, schedule::virtual_stage(in.pipeline, in.pp_rank, chunk));
+    stamp.apply(module);
   };
   // Gradients are reduced in fp32 (Megatron's main_grad buffer, 4 B/param);
   // parameters gathered in bf16 (2 B/param).
@@ -264,7 +386,7 @@ StageProgram build_stage_program(const StageInputs& in) {
   for (int32_t c = 0; c < v; ++c) buckets[c] = dp_buckets(in, schedule::virtual_stage(in.pipeline, in.pp_rank, c));
   auto bucket_reduction = [&](int32_t chunk, const DpBucket& bucket) {
     dp_collective(in.distributed_optimizer ? ir::REDUCE_SCATTER : ir::ALL_REDUCE, chunk,
-                  bucket.parameters * model::kFp32);
+                  bucket.parameters * model::kFp32, bucket.module);
   };
   // Parameter gathers go out at iteration start, chunk by chunk and bucket by
   // bucket in forward order; gathered[c][k] is the kDpToCompute value after
@@ -274,7 +396,7 @@ StageProgram build_stage_program(const StageInputs& in) {
     for (int32_t c = 0; c < v; ++c) {
       gathered[c].resize(buckets[c].size());
       for (size_t k = buckets[c].size(); k-- > 0;) {
-        dp_collective(ir::ALL_GATHER, c, buckets[c][k].parameters * model::kBf16);
+        dp_collective(ir::ALL_GATHER, c, buckets[c][k].parameters * model::kBf16, buckets[c][k].module);
         gathered[c][k] = dp_records;
       }
     }
@@ -282,7 +404,8 @@ StageProgram build_stage_program(const StageInputs& in) {
   for (int32_t i = 0; i < static_cast<int32_t>(in.actions.size()); ++i) {
     const auto& a = in.actions[i];
     const int32_t vs = schedule::virtual_stage(in.pipeline, in.pp_rank, a.chunk);
-    const LayerRange& range = in.stages[static_cast<size_t>(vs)];
+    const auto& segs = segments[vs];
+    const int32_t num_segs = static_cast<int32_t>(segs.size());
     OpContext ctx{ir::FORWARD, a.microbatch, a.chunk, -1};
     auto layer_ctx = [&](int64_t layer) {
       OpContext c = ctx;
@@ -297,26 +420,45 @@ StageProgram build_stage_program(const StageInputs& in) {
       const bool gather_waits =
           dp_ops && in.distributed_optimizer && in.overlap_param_gather && i == first_forward[a.chunk];
       const auto& fwd_buckets = buckets[a.chunk];
-      if (gather_waits)
+      if (gather_waits && !fwd_buckets.empty()) {
+        ModuleStamp stamp(b);
         b.wait(StreamId::kCompute, EventId::kDpToCompute, gathered[a.chunk][fwd_buckets.size() - 1], ctx);
+        stamp.apply(fwd_buckets.back().module);
+      }
       if (dp_ops && in.distributed_optimizer && !in.overlap_param_gather && i == 0)
         b.wait(StreamId::kCompute, EventId::kDpToCompute, dp_records, ctx);
       if (p2p && vs > 0) {
         receive_into_compute(StreamId::kRecvFwd, EventId::kRecvFwdToCompute, kSlotPpPrev, 0,
-                             tag(0, vs, a.microbatch), ctx);
+                             tag(0, vs, a.microbatch), vs - 1, ctx);
       }
-      if (vs == 0) e.emit(emb_fwd, Filter::kAll, ctx);
-      for (int64_t l = range.first; l < range.first + range.count; ++l) {
-        if (gather_waits)
+      for (int32_t si = 0; si < num_segs; ++si) {
+        const Segment& seg = segs[si];
+        const ModuleWork& w = work(seg);
+        ModuleStamp stamp(b);
+        auto wait_gathers = [&](int64_t l) {
+          if (!gather_waits) return;
           for (size_t k = 0; k + 1 < fwd_buckets.size(); ++k)
-            if (fwd_buckets[k].first_layer == l) b.wait(StreamId::kCompute, EventId::kDpToCompute, gathered[a.chunk][k], ctx);
-        e.add_memory(e.emit(layer_fwd, Filter::kAll, layer_ctx(l)).last, in.layer_activation_bytes);
+            if (fwd_buckets[k].segment == si && fwd_buckets[k].first_layer == l)
+              b.wait(StreamId::kCompute, EventId::kDpToCompute, gathered[a.chunk][k], ctx);
+        };
+        if (seg.count <= 0) {
+          wait_gathers(seg.first);
+          if (seg.pre) e.emit(w.pre_forward, Filter::kAll, ctx);
+        }
+        for (int64_t l = seg.first; l < seg.first + seg.count; ++l) {
+          wait_gathers(l);
+          if (l == seg.first && seg.pre) e.emit(w.pre_forward, Filter::kAll, ctx);
+          e.add_memory(e.emit(w.layer_forward, Filter::kAll, layer_ctx(l)).last, w.layer_activation_bytes);
+        }
+        if (seg.post) e.add_memory(e.emit(w.post_forward, Filter::kAll, ctx).last, w.post_activation_bytes);
+        // A segment's collectives complete inside it: the next module (or the
+        // send) consumes its whole output.
+        e.flush(ctx);
+        stamp.apply(seg.module);
       }
-      if (vs == num_vs - 1) e.add_memory(e.emit(head_fwd, Filter::kAll, ctx).last, head_bytes);
-      e.flush(ctx);
       if (p2p && vs < num_vs - 1) {
         send_from_compute(StreamId::kSendFwd, EventId::kComputeToSendFwd, kSlotPpNext, 0,
-                          tag(0, vs + 1, a.microbatch), ctx);
+                          tag(0, vs + 1, a.microbatch), vs, ctx);
       }
     } else {
       ctx.phase = a.pass == Pass::kBackwardWeight ? ir::BACKWARD_WEIGHT : ir::BACKWARD_INPUT;
@@ -327,11 +469,7 @@ StageProgram build_stage_program(const StageInputs& in) {
                                                              : Filter::kWeightOnly;
       if (p2p && produces_grad && vs < num_vs - 1) {
         receive_into_compute(StreamId::kRecvBwd, EventId::kRecvBwdToCompute, kSlotPpNext, 1,
-                             tag(1, vs, a.microbatch), ctx);
-      }
-      if (vs == num_vs - 1) {
-        const auto out = e.emit(head_bwd, filter, ctx);
-        if (finishes) e.add_memory(out.last, -head_bytes);
+                             tag(1, vs, a.microbatch), vs, ctx);
       }
       // The chunk's last weight-gradient pass hands each bucket but the last
       // to the DP stream as soon as its layers' kernels are out (Megatron's
@@ -339,23 +477,44 @@ StageProgram build_stage_program(const StageInputs& in) {
       const bool reduces = dp_ops && in.overlap_grad_reduce && i == last_backward[a.chunk];
       const auto& bwd_buckets = buckets[a.chunk];
       size_t reduced = 0;
-      for (int64_t l = range.first + range.count - 1; l >= range.first; --l) {
-        const auto out = e.emit(layer_bwd, filter, layer_ctx(l));
-        e.add_memory(out.last_recompute, in.recompute_activation_bytes);
-        if (finishes) e.add_memory(out.last, -(in.layer_activation_bytes + in.recompute_activation_bytes));
-        if (reduces && reduced + 1 < bwd_buckets.size() && bwd_buckets[reduced].first_layer == l) {
-          const int64_t n = b.record(StreamId::kCompute, EventId::kComputeToDp, dp_ctx);
-          b.wait(StreamId::kDp, EventId::kComputeToDp, n, dp_ctx);
-          bucket_reduction(a.chunk, bwd_buckets[reduced++]);
+      for (int32_t si = num_segs - 1; si >= 0; --si) {
+        const Segment& seg = segs[si];
+        const ModuleWork& w = work(seg);
+        ModuleStamp stamp(b);
+        auto hand_off = [&](int64_t l) {
+          if (reduces && reduced + 1 < bwd_buckets.size() && bwd_buckets[reduced].segment == si &&
+              bwd_buckets[reduced].first_layer == l) {
+            const int64_t n = b.record(StreamId::kCompute, EventId::kComputeToDp, dp_ctx);
+            b.wait(StreamId::kDp, EventId::kComputeToDp, n, dp_ctx);
+            bucket_reduction(a.chunk, bwd_buckets[reduced++]);
+          }
+        };
+        if (seg.post) {
+          const auto out = e.emit(w.post_backward, filter, ctx);
+          if (finishes) e.add_memory(out.last, -w.post_activation_bytes);
         }
+        // A frozen module's layers and pre run no backward at all.
+        if (seg.count <= 0) {
+          if (seg.pre && !w.frozen) e.emit(w.pre_backward, filter, ctx);
+          hand_off(seg.first);
+        }
+        for (int64_t l = seg.first + seg.count - 1; l >= seg.first; --l) {
+          if (!w.frozen) {
+            const auto out = e.emit(w.layer_backward, filter, layer_ctx(l));
+            e.add_memory(out.last_recompute, w.recompute_activation_bytes);
+            if (finishes) e.add_memory(out.last, -(w.layer_activation_bytes + w.recompute_activation_bytes));
+            if (l == seg.first && seg.pre) e.emit(w.pre_backward, filter, ctx);
+          }
+          hand_off(l);
+        }
+        e.flush(ctx);
+        stamp.apply(seg.module);
       }
-      if (vs == 0) e.emit(emb_bwd, filter, ctx);
-      e.flush(ctx);
       if (p2p && produces_grad && vs > 0) {
         send_from_compute(StreamId::kSendBwd, EventId::kComputeToSendBwd, kSlotPpPrev, 1,
-                          tag(1, vs - 1, a.microbatch), ctx);
+                          tag(1, vs - 1, a.microbatch), vs - 1, ctx);
       }
-      if (reduces) {
+      if (reduces && reduced < bwd_buckets.size()) {
         const int64_t n = b.record(StreamId::kCompute, EventId::kComputeToDp, dp_ctx);
         b.wait(StreamId::kDp, EventId::kComputeToDp, n, dp_ctx);
         for (; reduced < bwd_buckets.size(); ++reduced) bucket_reduction(a.chunk, bwd_buckets[reduced]);
@@ -368,16 +527,36 @@ StageProgram build_stage_program(const StageInputs& in) {
     for (int32_t c : reduce_order)
       for (const DpBucket& bucket : buckets[c]) bucket_reduction(c, bucket);
   }
-  int64_t parameters = 0;
-  for (int32_t c = 0; c < v; ++c) parameters += chunk_parameters(c);
+  // Parameters held and trained, per module (index = Op.module).
+  int64_t parameters = 0, trained = 0;
+  std::vector<int64_t> trained_by_module(modules.size(), 0);
+  for (int32_t c = 0; c < v; ++c) {
+    const int32_t vs = schedule::virtual_stage(in.pipeline, in.pp_rank, c);
+    for (const Segment& seg : segments[vs]) {
+      parameters += segment_parameters(in, seg, false);
+      const int64_t t = segment_parameters(in, seg, true);
+      trained += t;
+      trained_by_module[static_cast<size_t>(seg.module)] += t;
+    }
+  }
   const OpContext opt_ctx{ir::OPTIMIZER_STEP, 0, 0, -1};
   if (dp_ops) b.wait(StreamId::kCompute, EventId::kDpToCompute, dp_records, opt_ctx);
   // With the distributed optimizer each rank updates its 1/(dp·cp) shard.
-  const int64_t updated = in.distributed_optimizer ? (parameters + in.dp_cp - 1) / in.dp_cp : parameters;
-  e.kernel(model::adam_step(updated), opt_ctx);
+  // One Adam kernel per module (each a multi-tensor apply over its own
+  // parameters), so that encoder work stays attributable; frozen weights are
+  // not updated.
+  auto updated = [&](int64_t p) { return in.distributed_optimizer ? (p + in.dp_cp - 1) / in.dp_cp : p; };
+  if (in.encoders.empty() || trained_by_module[0] > 0) e.kernel(model::adam_step(updated(trained_by_module[0])), opt_ctx);
+  for (size_t mod = 1; mod < modules.size(); ++mod) {
+    if (trained_by_module[mod] <= 0) continue;
+    ModuleStamp stamp(b);
+    e.kernel(model::adam_step(updated(trained_by_module[mod])), opt_ctx);
+    stamp.apply(static_cast<int32_t>(mod));
+  }
 
   StageProgram out;
   out.parameters = parameters;
+  out.frozen_parameters = parameters - trained;
   out.rank_class = b.finish("pp" + std::to_string(in.pp_rank));
   return out;
 }

@@ -7,11 +7,47 @@
 #include <vector>
 
 #include "sim/compiler/stage_plan.h"
+#include "sim/model/layer.h"
 #include "sim/model/layer_shape.h"
 #include "sim/proto/program.pb.h"
 #include "sim/schedule/schedule.h"
 
 namespace lacuna::compiler {
+
+// A module other than the LLM that shares the LLM's pipeline (the Megatron
+// placements of a multimodal model): what one of its layers, and the work
+// before its first and after its last layer, run on one rank, and what it
+// holds. encoders[e] of StageInputs is module e + 1 (Op.module).
+struct ModuleWork {
+  model::LayerShape shape;  // one layer on this rank (TP / CP / SP applied)
+  int64_t num_layers = 0;   // the module's layers (post follows the last)
+  // Layers and `pre` run forward only and hold weights only (no gradients, no
+  // optimizer state, not reduced); `post` still trains (the projector).
+  bool frozen = false;
+  std::vector<model::Step> layer_forward, layer_backward;  // backward with the recompute mode's re-forward
+  std::vector<model::Step> pre_forward, pre_backward;      // before layer 0 (patch embedding)
+  std::vector<model::Step> post_forward, post_backward;    // after the last layer (final norm + projector)
+  // Parameters held on this rank; post_frozen_parameters of post's are not
+  // trained (a frozen encoder's final norm).
+  int64_t layer_parameters = 0, pre_parameters = 0, post_parameters = 0, post_frozen_parameters = 0;
+  // Activation bytes kept per microbatch from forward to backward, as
+  // StageInputs' LLM fields; post's from its forward to its backward.
+  int64_t layer_activation_bytes = 0, recompute_activation_bytes = 0, post_activation_bytes = 0;
+  // The p2p message when a virtual stage ends after one of its layers (its
+  // hidden state), and its output once `post` ran (the vision embeddings,
+  // carried through later stages until the LLM merges them).
+  int64_t layer_p2p_bytes = 0, output_p2p_bytes = 0;
+};
+
+// A contiguous run of one module's layers inside a virtual stage.
+struct Segment {
+  int32_t module = 0;  // 0 the LLM, e + 1 StageInputs::encoders[e]
+  int64_t first = 0;   // the module's own layer index
+  int64_t count = 0;
+  bool pre = false;    // LLM: embedding; encoder: patch embedding (before `first`)
+  bool post = false;   // LLM: final norm + logits + loss; encoder: final norm + projector
+  bool operator==(const Segment&) const = default;
+};
 
 struct StageInputs {
   model::LayerShape shape;  // per-rank (TP / CP / SP applied)
@@ -33,12 +69,33 @@ struct StageInputs {
   // amount); 0 otherwise.
   int64_t layer_activation_bytes = 0;
   int64_t recompute_activation_bytes = 0;
+  // Multimodal (Megatron placements): the encoders sharing the pipeline, and
+  // per virtual stage (pipeline order) its segments in forward order. Empty
+  // `segments`: LLM-only, one segment per stage from `stages` (embedding on
+  // virtual stage 0, head on the last).
+  std::vector<ModuleWork> encoders;
+  std::vector<std::vector<Segment>> segments;
 };
 
 struct StageProgram {
   ir::RankClass rank_class;
-  int64_t parameters = 0;    // parameters this rank holds
+  int64_t parameters = 0;         // parameters this rank holds
+  int64_t frozen_parameters = 0;  // of which held as weights only (frozen encoders)
 };
+
+// The LLM as a ModuleWork (module 0: embedding as pre, head as post), so
+// that every segment is emitted, and timed, by the same code.
+ModuleWork llm_module_work(const StageInputs& in);
+
+// Virtual stage `k`'s segments (derived from `stages` when in.segments is
+// empty).
+std::vector<Segment> stage_segments(const StageInputs& in, int32_t virtual_stage);
+
+// Bytes of the activation virtual stage k sends to k + 1 (and of the gradient
+// coming back): the LLM's hidden state (÷ tp with SP) while the stage ends in
+// the LLM; inside an encoder its hidden state plus the finished encoders'
+// outputs; after a projector the finished encoders' outputs.
+int64_t boundary_p2p_bytes(const StageInputs& in, int32_t virtual_stage);
 
 // Ops the class will have; cheap, for refusing programs that are too large
 // before building them.
@@ -46,25 +103,30 @@ int64_t estimate_ops(const StageInputs& in);
 
 StageProgram build_stage_program(const StageInputs& in);
 
-// Parameters of virtual stage `k`'s layers (+ embedding / head) on one rank.
+// Parameters of virtual stage `k`'s layers (+ embedding / head, + encoder
+// pre / post) on one rank; the trained ones exclude frozen encoder weights.
 int64_t stage_parameters(const StageInputs& in, int32_t virtual_stage);
+int64_t stage_trained_parameters(const StageInputs& in, int32_t virtual_stage);
 
-// One DP bucket: layers [first_layer, first_layer + count) of a virtual
-// stage and their parameters (the embedding / head count with the stage's
-// first / last layer).
+// One DP bucket: layers [first_layer, first_layer + count) of one segment of a
+// virtual stage and their trained parameters (a segment's pre / post count
+// with its first / last layer). Buckets never span modules.
 struct DpBucket {
   int64_t first_layer = 0;
   int64_t count = 0;
   int64_t parameters = 0;
+  int32_t segment = 0;  // index in stage_segments()
+  int32_t module = 0;
 };
 
 // The bucket size in parameters the compiler uses (resolves the default;
 // effectively unbounded without overlap_grad_reduce).
 int64_t ddp_bucket_parameters(const StageInputs& in);
 
-// Virtual stage `k`'s DP buckets in gradient-ready order (last layers first),
-// filled like Megatron's DDP: each holds at least ddp_bucket_parameters()
-// except the last one, which takes the rest.
+// Virtual stage `k`'s DP buckets in gradient-ready order (last segment's last
+// layers first), filled like Megatron's DDP within each segment: each holds at
+// least ddp_bucket_parameters() except a segment's last, which takes the
+// rest. An encoder segment with nothing trained has no bucket.
 std::vector<DpBucket> dp_buckets(const StageInputs& in, int32_t virtual_stage);
 
 }  // namespace lacuna::compiler

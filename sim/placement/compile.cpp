@@ -4,6 +4,7 @@
 #include "sim/compiler/megatron_mllm.h"
 #include "sim/cost/cost_model.h"
 #include "sim/placement/heterogeneous.h"
+#include "sim/placement/modules.h"
 #include "sim/placement/optimus.h"
 
 namespace lacuna::placement {
@@ -23,8 +24,22 @@ ir::Program compile_as(const scenario::LoadedScenario& scenario, scenario::Place
   const auto cost = cost::make_analytic_cost_model(spec.cluster(), spec.training().precision());
   switch (kind) {
     case scenario::MEGATRON_BASELINE:
-    case scenario::MEGATRON_BALANCED:
-      return compiler::compile_megatron_mllm(scenario, kind, *cost);
+    case scenario::MEGATRON_BALANCED: {
+      ir::Program p = compiler::compile_megatron_mllm(scenario, kind, *cost);
+      // Megatron runs every encoder in the LLM's layout.
+      const auto& par = spec.parallel();
+      scenario::ModuleLayout inherited;
+      inherited.set_tp(par.tp());
+      inherited.set_cp(par.cp());
+      inherited.set_pp(kind == scenario::MEGATRON_BASELINE ? 1 : par.pp());
+      inherited.set_dp(par.dp());
+      inherited.set_virtual_stages(p.info().virtual_stages());
+      inherited.set_sequence_parallel(par.sequence_parallel());
+      inherited.set_recompute(par.recompute());
+      const std::vector<scenario::ModuleLayout> layouts(static_cast<size_t>(spec.model().encoders_size()), inherited);
+      add_multimodal_info(spec, kind, layouts, *p.mutable_info());
+      return p;
+    }
     case scenario::OPTIMUS:
       return compile_optimus(scenario, *cost);
     case scenario::HETEROGENEOUS:

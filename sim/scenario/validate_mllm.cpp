@@ -319,7 +319,7 @@ void check_megatron(const Scenario& spec, const Checker& c) {
              "remove the layout, or use placement OPTIMUS or HETEROGENEOUS to give the encoder a layout of its "
              "own");
     check_split(spec, c, e,
-                {par.tp(), 1, par.sequence_parallel() && par.tp() > 1, "parallel.tp", "parallel.cp",
+                {par.tp(), par.cp() > 0 ? par.cp() : 1, par.sequence_parallel() && par.tp() > 1, "parallel.tp", "parallel.cp",
                  "parallel.sequence_parallel", "(the LLM's, which " + PlacementKind_Name(kind) + " gives the encoders)"});
     encoder_layers += enc.transformer().num_layers();
   }

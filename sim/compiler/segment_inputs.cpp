@@ -1,0 +1,196 @@
+#include "sim/compiler/segment_inputs.h"
+
+#include <algorithm>
+#include <string>
+
+#include "sim/compiler/stage_plan.h"
+#include "sim/core/error.h"
+#include "sim/model/accounting.h"
+#include "sim/model/kernels.h"
+#include "sim/model/layer.h"
+#include "sim/model/layer_shape.h"
+
+#ifndef LACUNA_VERSION
+#define LACUNA_VERSION "unknown"
+#endif
+
+namespace lacuna::compiler {
+namespace {
+
+// Beyond this a class no longer fits comfortably in memory (≈100 B per op)
+// and the simulation takes minutes.
+constexpr int64_t kMaxOpsPerClass = 5'000'000;
+
+int32_t positive(int64_t v) { return v > 0 ? static_cast<int32_t>(v) : 1; }
+
+void append(std::vector<model::Step>& to, const std::vector<model::Step>& from) {
+  to.insert(to.end(), from.begin(), from.end());
+}
+
+}  // namespace
+
+PipelinePlan pipeline_plan(const scenario::LoadedScenario& scenario) {
+  const auto& spec = scenario.spec;
+  const auto& par = spec.parallel();
+  PipelinePlan plan;
+  plan.dims = ParallelDims{positive(par.tp()), positive(par.cp()), positive(par.dp()), positive(par.pp())};
+  plan.gpus_per_node = spec.cluster().has_gpus_per_node() ? spec.cluster().gpus_per_node() : 8;
+  const int64_t gpus =
+      spec.cluster().has_num_nodes() ? spec.cluster().num_nodes() * plan.gpus_per_node : plan.dims.world();
+  if (plan.dims.world() > gpus)
+    throw Error(scenario.locations.locate("parallel"),
+                "tp·cp·dp·pp = " + std::to_string(plan.dims.world()) + " ranks, the cluster has " +
+                    std::to_string(gpus) + " GPUs",
+                "reduce the parallel sizes or add nodes");
+  plan.micro_batch = spec.training().micro_batch();
+  plan.global_batch = spec.training().global_batch();
+  if (plan.micro_batch <= 0 || plan.global_batch % (plan.micro_batch * plan.dims.dp) != 0)
+    throw Error(scenario.locations.locate("training.global_batch"),
+                "global batch " + std::to_string(plan.global_batch) + " is not a multiple of micro_batch × dp = " +
+                    std::to_string(plan.micro_batch * plan.dims.dp),
+                "choose a global batch divisible by micro_batch × dp");
+  plan.microbatches = static_cast<int32_t>(plan.global_batch / (plan.micro_batch * plan.dims.dp));
+  return plan;
+}
+
+cost::LayerActivationInputs activation_inputs(const model::LayerShape& s, scenario::Recompute recompute) {
+  cost::LayerActivationInputs a;
+  a.seq_length = s.seq_length;
+  a.micro_batch = s.micro_batch;
+  a.hidden = s.hidden;
+  a.num_heads = s.heads;
+  a.num_kv_heads = s.kv_heads;
+  a.ffn_hidden = s.ffn_hidden;
+  a.activation = s.activation;
+  a.parallel_attention_mlp = s.parallel_attention_mlp;
+  a.tp = s.tp;
+  a.cp = s.cp;
+  a.sequence_parallel = s.sequence_parallel;
+  a.recompute = recompute;
+  // The unfused core attention keeps its s² softmax / dropout tensors (SAR's
+  // 5·a·s/h term, unless recomputed).
+  a.flash_attention = !s.unfused_attention;
+  return a;
+}
+
+StageInputs llm_stage_inputs(const scenario::LoadedScenario& scenario, const PipelinePlan& plan,
+                             int32_t virtual_stages, bool plan_layers) {
+  const auto& par = scenario.spec.parallel();
+  StageInputs base;
+  base.shape = model::layer_shape(scenario.spec);
+  base.recompute = par.recompute();
+  base.pipeline = {plan.dims.pp, virtual_stages, plan.microbatches};
+  if (plan_layers) base.stages = plan_stages(scenario);
+  base.dp_cp = static_cast<int64_t>(plan.dims.dp) * plan.dims.cp;
+  base.distributed_optimizer = par.distributed_optimizer();
+  base.overlap_grad_reduce = par.overlap_grad_reduce();
+  base.overlap_param_gather = par.overlap_param_gather();
+  base.ddp_bucket_size = std::max<int64_t>(par.ddp_bucket_size(), 0);  // 0: Megatron's default
+  base.layer_activation_bytes = cost::layer_activation_bytes(activation_inputs(base.shape, base.recompute));
+  if (base.recompute == scenario::RECOMPUTE_FULL)
+    base.recompute_activation_bytes =
+        cost::layer_activation_bytes(activation_inputs(base.shape, scenario::RECOMPUTE_NONE));
+  return base;
+}
+
+ModuleWork encoder_work(const scenario::Scenario& spec, int e, int64_t samples, const model::ShardSpec& shard,
+                        scenario::Recompute recompute) {
+  const bool frozen = spec.model().encoders(e).frozen();
+  ModuleWork w;
+  w.shape = model::encoder_layer_shape(spec, e, samples, shard);
+  w.num_layers = spec.model().encoders(e).transformer().num_layers();
+  w.frozen = frozen;
+  const auto projector = model::projector_shape(spec, e, samples, shard);
+  w.layer_forward = model::layer_forward(w.shape);
+  w.pre_forward = model::patch_embedding_forward(w.shape);
+  w.post_forward = model::encoder_final_norm_forward(w.shape);
+  append(w.post_forward, model::projector_forward(projector));
+  // Autograd order: projector, then (trained encoders only) the final norm,
+  // the layers and the patch embedding's weight gradient. The projector of a
+  // frozen encoder skips its input gradient (projector_shape knows).
+  w.post_backward = model::projector_backward(projector);
+  if (!frozen) {
+    w.layer_backward = model::layer_backward(w.shape, recompute);
+    w.pre_backward = model::patch_embedding_backward(w.shape);
+    append(w.post_backward, model::encoder_final_norm_backward(w.shape));
+  }
+  w.layer_parameters = model::encoder_layer_parameters(spec, e, shard);
+  w.pre_parameters = model::patch_embedding_parameters(spec, e);
+  const int64_t final_norm = model::encoder_final_norm_parameters(spec, e);
+  w.post_parameters = model::projector_parameters(projector) + final_norm;
+  w.post_frozen_parameters = frozen ? final_norm : 0;
+  // A frozen encoder keeps nothing for a backward it never runs; the
+  // projector keeps its inputs for its weight gradients either way, a trained
+  // encoder also the final norm's input (its SP share).
+  w.post_activation_bytes = model::projector_activation_bytes(projector);
+  if (!frozen) {
+    w.layer_activation_bytes = cost::layer_activation_bytes(activation_inputs(w.shape, recompute));
+    if (recompute == scenario::RECOMPUTE_FULL)
+      w.recompute_activation_bytes = cost::layer_activation_bytes(activation_inputs(w.shape, scenario::RECOMPUTE_NONE));
+    w.post_activation_bytes += w.shape.sp_tokens() * w.shape.hidden * model::kBf16;
+  }
+  // Between pipeline stages hidden states travel sequence-sharded under SP.
+  w.layer_p2p_bytes = w.shape.hidden_bytes() / (w.shape.sequence_parallel ? w.shape.tp : 1);
+  w.output_p2p_bytes =
+      projector.tokens * projector.hidden * model::kBf16 / (projector.sequence_parallel ? projector.tp : 1);
+  return w;
+}
+
+void add_stage_classes(const scenario::LoadedScenario& scenario, const StageInputs& base,
+                       const std::vector<std::vector<schedule::Action>>& actions, ir::Program& program) {
+  for (int32_t r = 0; r < base.pipeline.pp; ++r) {
+    StageInputs in = base;
+    in.pp_rank = r;
+    in.actions = actions[static_cast<size_t>(r)];
+    const int64_t estimate = estimate_ops(in);
+    if (estimate > kMaxOpsPerClass)
+      throw Error(scenario.locations.locate("training.global_batch"),
+                  "pipeline stage " + std::to_string(r) + " would have about " + std::to_string(estimate) +
+                      " ops (limit " + std::to_string(kMaxOpsPerClass) + ")",
+                  "reduce the microbatches per pipeline (global_batch / (micro_batch × dp)) or the layers per "
+                  "pipeline rank (more pp, fewer layers)");
+    StageProgram stage = build_stage_program(in);
+    auto state = cost::model_state_bytes(stage.parameters - stage.frozen_parameters, base.dp_cp,
+                                         base.distributed_optimizer);
+    // Frozen weights: bf16 copies only (no gradient buffer, no optimizer).
+    state.weights += cost::model_state_bytes(stage.frozen_parameters, base.dp_cp, base.distributed_optimizer).weights;
+    auto* mem = stage.rank_class.mutable_memory();
+    mem->set_weights_bytes(state.weights);
+    mem->set_gradients_bytes(state.gradients);
+    mem->set_optimizer_bytes(state.optimizer);
+    *program.add_classes() = std::move(stage.rank_class);
+  }
+}
+
+void fill_program_info(const scenario::LoadedScenario& scenario, const PipelinePlan& plan, const StageInputs& base,
+                       scenario::ScheduleKind kind, ir::ProgramInfo& info) {
+  const auto& spec = scenario.spec;
+  const auto& par = spec.parallel();
+  info.set_scenario_name(spec.name());
+  info.set_scenario_file(scenario.path);
+  info.set_lacuna_version(LACUNA_VERSION);
+  info.set_num_ranks(plan.dims.world());
+  info.set_tokens_per_iteration(plan.global_batch * spec.model().llm().seq_length());
+  info.set_model_flops_per_iteration(
+      model::model_flops_per_iteration(base.shape, spec.model().llm().num_layers(), plan.global_batch));
+  info.set_hardware_flops_per_iteration(model::hardware_flops_per_iteration(
+      base.shape, spec.model().llm().num_layers(), plan.global_batch, par.recompute()));
+  const auto precision = spec.training().precision();  // validated: never UNSPECIFIED
+  info.set_precision(precision);
+  info.set_peak_flops_per_gpu(scenario::peak_flops_per_s(spec.cluster().gpu(), precision));
+  info.set_tp(plan.dims.tp);
+  info.set_cp(plan.dims.cp);
+  info.set_pp(plan.dims.pp);
+  info.set_dp(plan.dims.dp);
+  info.set_virtual_stages(base.pipeline.virtual_stages);
+  info.set_num_microbatches(plan.microbatches);
+  info.set_schedule(kind);
+  info.set_global_batch(plan.global_batch);
+  info.set_micro_batch(plan.micro_batch);
+  info.set_seq_length(spec.model().llm().seq_length());
+  info.set_recompute(base.recompute);
+  info.set_sequence_parallel(base.shape.sequence_parallel);
+  info.set_distributed_optimizer(base.distributed_optimizer);
+}
+
+}  // namespace lacuna::compiler
