@@ -16,6 +16,8 @@ std::string_view bubble_key(Bubble b) {
     case Bubble::kCpExposed: return "cp_exposed";
     case Bubble::kDpExposed: return "dp_exposed";
     case Bubble::kPpExposed: return "pp_exposed";
+    case Bubble::kBoundaryExposed: return "boundary_exposed";
+    case Bubble::kEncoderCommExposed: return "encoder_comm_exposed";
   }
   return "?";
 }
@@ -33,6 +35,8 @@ Bubble exposed_category(CommKind kind) {
     case CommKind::kTp: return Bubble::kTpExposed;
     case CommKind::kCp: return Bubble::kCpExposed;
     case CommKind::kDp: return Bubble::kDpExposed;
+    case CommKind::kBoundary: return Bubble::kBoundaryExposed;
+    case CommKind::kEncoder: return Bubble::kEncoderCommExposed;
     default: return Bubble::kPpExposed;
   }
 }
@@ -105,6 +109,10 @@ void BubbleAccounting::on_op_end(const engine::OpSpan& span) {
   if (op.has_compute() && op.compute().memory_delta_bytes() != 0) {
     live.memory += op.compute().memory_delta_bytes();
     if (live.memory > acc.peak_memory.count()) acc.peak_memory = Bytes(live.memory);
+  }
+  if (op.has_compute() && op.module() > 0 &&
+      program_->classes(live.class_id).streams(span.stream).kind() == ir::COMPUTE) {
+    acc.encoder_compute += span.end - span.start;
   }
   if (span.stream != live.main_stream) return;
 

@@ -6,7 +6,8 @@
 // kind COMPUTE in its class):
 // - Busy: the [start, end] of every Compute op.
 // - An EventWait [ready, end] released by op X (WaitCause) running [xs, xe]:
-//   [max(ready, xs), end] is exposed communication of X's kind (TP, CP, PP, DP);
+//   [max(ready, xs), end] is exposed communication of X's kind (TP, CP, PP, DP,
+//   boundary, encoder);
 //   [ready, min(xs, end)] is a dependency stall. If X is not communication, or
 //   there is no cause, the whole wait is a stall.
 // - A communication op placed directly on the compute stream: [ready, start] is
@@ -16,6 +17,8 @@
 //   others are PP other. Idle after the stream's last op until the iteration
 //   end is PP cool-down.
 // So idle = sum of categories and idle + busy = iteration time, exactly (ns).
+// Separately, encoder compute: the [start, end] of every Compute op with
+// module > 0 on any COMPUTE stream of the rank (multimodal programs).
 //
 // Cost: O(1) per op and no allocation after on_run_begin.
 #pragma once
@@ -31,14 +34,35 @@
 
 namespace lacuna::report {
 
-enum class Bubble : uint8_t { kPpWarmup, kPpCooldown, kPpOther, kTpExposed, kCpExposed, kDpExposed, kPpExposed };
-inline constexpr int kNumBubbles = 7;
-inline constexpr std::array<Bubble, kNumBubbles> kAllBubbles = {
-    Bubble::kPpWarmup,  Bubble::kPpCooldown, Bubble::kPpOther,   Bubble::kTpExposed,
-    Bubble::kCpExposed, Bubble::kDpExposed,  Bubble::kPpExposed,
+// The first seven are the LLM taxonomy; the last two only occur in multimodal
+// programs (BOUNDARY / ENCODER_COMM streams and their groups), and the reports
+// show them only there (so LLM-only output keeps its form).
+enum class Bubble : uint8_t {
+  kPpWarmup,
+  kPpCooldown,
+  kPpOther,
+  kTpExposed,
+  kCpExposed,
+  kDpExposed,
+  kPpExposed,
+  kBoundaryExposed,
+  kEncoderCommExposed,
 };
-// "pp_warmup", "pp_cooldown", "pp_other", "tp_exposed", "cp_exposed", "dp_exposed", "pp_exposed"
+inline constexpr int kNumBubbles = 9;
+inline constexpr int kNumLlmBubbles = 7;
+inline constexpr std::array<Bubble, kNumBubbles> kAllBubbles = {
+    Bubble::kPpWarmup,  Bubble::kPpCooldown, Bubble::kPpOther,         Bubble::kTpExposed,
+    Bubble::kCpExposed, Bubble::kDpExposed,  Bubble::kPpExposed,       Bubble::kBoundaryExposed,
+    Bubble::kEncoderCommExposed,
+};
+// "pp_warmup", "pp_cooldown", "pp_other", "tp_exposed", "cp_exposed", "dp_exposed", "pp_exposed",
+// "boundary_exposed", "encoder_comm_exposed"
 std::string_view bubble_key(Bubble b);
+// The categories a report shows: all nine for a multimodal program
+// (ProgramInfo.modules non-empty), the seven LLM ones otherwise.
+inline bool bubble_shown(Bubble b, bool multimodal) {
+  return multimodal || static_cast<int>(b) < kNumLlmBubbles;
+}
 
 inline constexpr int kNumPhases = ir::Phase_ARRAYSIZE;
 
@@ -48,6 +72,7 @@ struct RankAccount {
   TimeNs busy;
   std::array<TimeNs, kNumPhases> busy_by_phase{};  // indexed by ir::Phase
   std::array<TimeNs, kNumBubbles> bubbles{};       // indexed by Bubble
+  TimeNs encoder_compute;  // Compute ops with module > 0, on every COMPUTE stream
   Bytes baseline_memory;  // MemoryBaseline sum
   Bytes peak_memory;      // baseline + highest running sum of memory deltas
   bool over_capacity = false;

@@ -9,6 +9,8 @@ CommKind comm_kind_of_stream(ir::StreamKind kind) {
     case ir::PP_SEND:
     case ir::PP_RECV: return CommKind::kPp;
     case ir::DP_COMM: return CommKind::kDp;
+    case ir::BOUNDARY: return CommKind::kBoundary;
+    case ir::ENCODER_COMM: return CommKind::kEncoder;
     default: return CommKind::kNone;
   }
 }
@@ -24,6 +26,10 @@ CommKind comm_kind(const ir::Program& program, const ir::Stream& stream, const i
         case ir::DP:
         case ir::DP_CP:
         case ir::WORLD: return CommKind::kDp;
+        case ir::ENCODER_TP:
+        case ir::ENCODER_CP:
+        case ir::ENCODER_DP: return CommKind::kEncoder;
+        case ir::BOUNDARY_GROUP: return CommKind::kBoundary;
         default: break;
       }
     }
@@ -36,6 +42,8 @@ CommKind comm_kind(const ir::Program& program, const ir::Stream& stream, const i
       case ir::CP_COMM: return CommKind::kCp;
       case ir::TP_COMM: return CommKind::kTp;
       case ir::DP_COMM: return CommKind::kDp;
+      case ir::BOUNDARY: return CommKind::kBoundary;
+      case ir::ENCODER_COMM: return CommKind::kEncoder;
       default: return CommKind::kPp;
     }
   }

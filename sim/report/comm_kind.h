@@ -9,11 +9,16 @@
 
 namespace lacuna::report {
 
-enum class CommKind : uint8_t { kNone, kTp, kCp, kPp, kDp };
+// kBoundary: encoder ↔ LLM boundary transfers (BOUNDARY streams,
+// BOUNDARY_GROUP collectives); kEncoder: an encoder's own communication
+// (ENCODER_COMM streams, ENCODER_TP / _CP / _DP groups).
+enum class CommKind : uint8_t { kNone, kTp, kCp, kPp, kDp, kBoundary, kEncoder };
 
 // Collectives: by the kind of their group slot (TP, CP, PP; DP, DP_CP and WORLD
-// count as DP), falling back to the stream kind when the slot has no kind.
-// Send/Recv: CP on a CP_COMM stream, TP on TP_COMM, DP on DP_COMM, else PP.
+// count as DP; ENCODER_* as encoder; BOUNDARY_GROUP as boundary), falling back
+// to the stream kind when the slot has no kind.
+// Send/Recv: CP on a CP_COMM stream, TP on TP_COMM, DP on DP_COMM, boundary on
+// BOUNDARY, encoder on ENCODER_COMM, else PP.
 // Any other op: by its stream kind (TP_COMM → TP, ..., PP_SEND/PP_RECV → PP);
 // kNone for ops on compute streams and streams of unspecified kind.
 CommKind comm_kind(const ir::Program& program, const ir::Stream& stream, const ir::Op& op);

@@ -2,17 +2,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "sim/report/json_util.h"
 #include "sim/report/names.h"
 
 namespace lacuna::report {
 
-namespace {
-
-using Json = nlohmann::ordered_json;
-
-// Division (not · 1e-9) gives the correctly rounded decimal: 6308050 ns → 0.00630805.
-double secs(int64_t ns) { return static_cast<double>(ns) / 1e9; }
-double secs(TimeNs t) { return secs(t.count()); }
+namespace json_util {
 
 Json time_stats(const Stats& s) {
   Json j;
@@ -23,7 +18,76 @@ Json time_stats(const Stats& s) {
   return j;
 }
 
-Json rank_entry(const RankAccount& r, bool folded) {
+Json modules(const ir::ProgramInfo& info) {
+  Json list = Json::array();
+  for (const ir::ModuleInfo& m : info.modules()) {
+    Json j;
+    j["name"] = m.name();
+    j["is_encoder"] = m.is_encoder();
+    j["tp"] = m.tp();
+    j["cp"] = m.cp();
+    j["pp"] = m.pp();
+    j["dp"] = m.dp();
+    j["virtual_stages"] = m.virtual_stages();
+    j["first_rank"] = m.first_rank();
+    j["num_ranks"] = m.num_ranks();
+    j["parameters"] = m.parameters();
+    j["model_flops_per_iteration"] = m.model_flops_per_iteration();
+    j["frozen"] = m.frozen();
+    list.push_back(std::move(j));
+  }
+  return list;
+}
+
+Json optimus(const ir::OptimusInfo& o) {
+  Json j;
+  j["encoder_tp"] = o.encoder_tp();
+  j["encoder_pp"] = o.encoder_pp();
+  j["encoder_dp"] = o.encoder_dp();
+  j["encoder_pipelines_per_llm_pipeline"] = o.encoder_pipelines_per_llm_pipeline();
+  j["microbatch_split"] = Json(std::vector<int32_t>(o.microbatch_split().begin(), o.microbatch_split().end()));
+  j["llm_only_iteration_s"] = secs(o.llm_only_iteration_ns());
+  j["llm_only_iteration_ns"] = o.llm_only_iteration_ns();
+  j["estimated_iteration_s"] = secs(o.estimated_iteration_ns());
+  j["estimated_iteration_ns"] = o.estimated_iteration_ns();
+  j["coarse_efficiency"] = o.coarse_efficiency();
+  j["fine_efficiency"] = o.fine_efficiency();
+  j["coarse_only"] = o.coarse_only();
+  j["plans_evaluated"] = o.plans_evaluated();
+  j["plans_pruned_by_memory"] = o.plans_pruned_by_memory();
+  j["splits_evaluated"] = o.splits_evaluated();
+  return j;
+}
+
+std::string top_level_lines(const Json& top, const std::string& tail_key, const std::string& tail) {
+  std::string out = "{\n";
+  for (auto it = top.begin(); it != top.end(); ++it) {
+    out += ' ';
+    out += Json(it.key()).dump();
+    out += ": ";
+    out += it.value().dump();
+    out += tail_key.empty() && std::next(it) == top.end() ? "\n" : ",\n";
+  }
+  if (!tail_key.empty()) {
+    out += ' ';
+    out += Json(tail_key).dump();
+    out += ": ";
+    out += tail;
+    out += '\n';
+  }
+  out += "}\n";
+  return out;
+}
+
+}  // namespace json_util
+
+namespace {
+
+using json_util::Json;
+using json_util::secs;
+using json_util::time_stats;
+
+Json rank_entry(const RankAccount& r, bool folded, bool multimodal) {
   Json j;
   if (folded) {
     j["rank"] = r.rank;
@@ -32,7 +96,9 @@ Json rank_entry(const RankAccount& r, bool folded) {
     j["rank"] = r.rank;
   }
   Json bubbles;
-  for (Bubble b : kAllBubbles) bubbles[std::string(bubble_key(b))] = secs(r.bubble(b));
+  for (Bubble b : kAllBubbles) {
+    if (bubble_shown(b, multimodal)) bubbles[std::string(bubble_key(b))] = secs(r.bubble(b));
+  }
   bubbles["total"] = secs(r.idle());
   j["bubble_s"] = std::move(bubbles);
   j["busy_s"] = secs(r.busy);
@@ -41,6 +107,7 @@ Json rank_entry(const RankAccount& r, bool folded) {
     phases[std::string(phase_key(static_cast<ir::Phase>(p)))] = secs(r.busy_by_phase[static_cast<size_t>(p)]);
   }
   j["busy_by_phase_s"] = std::move(phases);
+  if (multimodal) j["encoder_compute_s"] = secs(r.encoder_compute);
   j["peak_memory_bytes"] = r.peak_memory.count();
   j["over_capacity"] = r.over_capacity;
   return j;
@@ -74,6 +141,11 @@ std::string summary_json(const Summary& s) {
   plan["distributed_optimizer"] = info.distributed_optimizer();
   plan["precision"] = precision_name(info.precision());
   top["plan"] = std::move(plan);
+  if (s.multimodal()) {
+    top["placement"] = placement_key(info.placement());
+    top["modules"] = json_util::modules(info);
+    if (info.has_optimus()) top["optimus"] = json_util::optimus(info.optimus());
+  }
   top["iteration_time_s"] = secs(s.iteration_time);
   top["iteration_time_ns"] = s.iteration_time.count();
   top["tokens_per_iteration"] = info.tokens_per_iteration();
@@ -85,10 +157,13 @@ std::string summary_json(const Summary& s) {
   top["model_flops_per_iteration"] = info.model_flops_per_iteration();
   top["hardware_flops_per_iteration"] = info.hardware_flops_per_iteration();
   Json bubbles;
-  for (Bubble b : kAllBubbles) bubbles[std::string(bubble_key(b))] = time_stats(s.bubbles[static_cast<int>(b)]);
+  for (Bubble b : kAllBubbles) {
+    if (bubble_shown(b, s.multimodal())) bubbles[std::string(bubble_key(b))] = time_stats(s.bubbles[static_cast<int>(b)]);
+  }
   bubbles["total"] = time_stats(s.idle);
   top["bubble_summary"] = std::move(bubbles);
   top["busy_summary"] = time_stats(s.busy);
+  if (s.multimodal()) top["encoder_compute_summary"] = time_stats(s.encoder_compute);
   Json memory;
   memory["capacity_bytes"] = s.memory_capacity.count();
   memory["min_bytes"] = s.peak_memory.min;
@@ -98,21 +173,13 @@ std::string summary_json(const Summary& s) {
   memory["over_capacity_ranks"] = s.over_capacity_ranks;
   top["peak_memory"] = std::move(memory);
 
-  std::string out = "{\n";
-  for (auto it = top.begin(); it != top.end(); ++it) {
-    out += ' ';
-    out += Json(it.key()).dump();
-    out += ": ";
-    out += it.value().dump();
-    out += ",\n";
-  }
-  out += " \"ranks\": [";
+  std::string ranks = "[";
   for (size_t i = 0; i < s.ranks.size(); ++i) {
-    out += i == 0 ? "\n  " : ",\n  ";
-    out += rank_entry(s.ranks[i], s.folded).dump();
+    ranks += i == 0 ? "\n  " : ",\n  ";
+    ranks += rank_entry(s.ranks[i], s.folded, s.multimodal()).dump();
   }
-  out += s.ranks.empty() ? "]\n}\n" : "\n ]\n}\n";
-  return out;
+  ranks += s.ranks.empty() ? "]" : "\n ]";
+  return json_util::top_level_lines(top, "ranks", ranks);
 }
 
 }  // namespace lacuna::report

@@ -111,6 +111,29 @@ std::string_view precision_name(scenario::Precision precision) {
   }
 }
 
+std::string_view placement_name(scenario::PlacementKind kind) {
+  switch (kind) {
+    case scenario::MEGATRON_BASELINE: return "Megatron baseline";
+    case scenario::MEGATRON_BALANCED: return "Megatron balanced";
+    case scenario::OPTIMUS: return "Optimus";
+    case scenario::HETEROGENEOUS: return "heterogeneous";
+    default: return "unspecified";
+  }
+}
+
+std::string placement_key(scenario::PlacementKind kind) {
+  const std::string& name = scenario::PlacementKind_Name(kind);
+  return name.empty() ? fmt::format("PLACEMENT_{}", static_cast<int>(kind)) : name;
+}
+
+std::string module_name(const ir::Program& program, int32_t module) {
+  const ir::ProgramInfo& info = program.info();
+  if (module >= 0 && module < info.modules_size() && !info.modules(module).name().empty()) {
+    return info.modules(module).name();
+  }
+  return fmt::format("module {}", module);
+}
+
 std::string rank_label(const ir::Program& program, int32_t rank) {
   const ir::Coordinates& c = program.ranks(rank).coord();
   if (program.info().cp() > 1) {

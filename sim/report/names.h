@@ -18,6 +18,14 @@ std::string_view collective_short(ir::CollectiveKind kind);  // "AR", "AG", "RS"
 std::string_view schedule_name(scenario::ScheduleKind kind);  // "1F1B", "interleaved 1F1B", ...
 std::string_view recompute_name(scenario::Recompute recompute);
 std::string_view precision_name(scenario::Precision precision);
+// "Megatron baseline", "Megatron balanced", "Optimus", "heterogeneous".
+std::string_view placement_name(scenario::PlacementKind kind);
+// The scenario spelling: "MEGATRON_BASELINE", ... (JSON values).
+std::string placement_key(scenario::PlacementKind kind);
+
+// Name of module `module` of a multimodal program (ProgramInfo.modules), e.g.
+// "vit-22b"; "module N" when the program does not describe it.
+std::string module_name(const ir::Program& program, int32_t module);
 
 // "rank 17 (pp 2 tp 1 dp 0)"; cp appears when the program uses context parallelism.
 std::string rank_label(const ir::Program& program, int32_t rank);

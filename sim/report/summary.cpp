@@ -77,6 +77,7 @@ Summary summarize(const ir::Program& program, const BubbleAccounting& accounting
   for (size_t p = 0; p < s.busy_by_phase.size(); ++p) {
     s.busy_by_phase[p] = stats_of(s.ranks, [p](const RankAccount& r) { return r.busy_by_phase[p].count(); });
   }
+  s.encoder_compute = stats_of(s.ranks, [](const RankAccount& r) { return r.encoder_compute.count(); });
   s.peak_memory = stats_of(s.ranks, [](const RankAccount& r) { return r.peak_memory.count(); });
   for (const RankAccount& r : s.ranks) {
     if (r.over_capacity) s.over_capacity_ranks += static_cast<int32_t>(std::max<size_t>(1, r.represents.size()));

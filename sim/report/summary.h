@@ -42,9 +42,15 @@ struct Summary {
   Stats idle;                                // ns, all categories together
   Stats busy;                                // ns
   std::array<Stats, kNumPhases> busy_by_phase{};  // ns, indexed by ir::Phase
+  Stats encoder_compute;                     // ns, compute ops with module > 0 (all compute streams)
   Stats peak_memory;                         // bytes
   Bytes memory_capacity;                     // 0: unknown
   int32_t over_capacity_ranks = 0;           // ranks of the job (represented ones included)
+
+  // A multimodal program (ProgramInfo.modules non-empty): the reports add the
+  // placement, the modules, encoder compute and the boundary / encoder-comm
+  // bubble categories.
+  bool multimodal() const { return info.modules_size() > 0; }
 };
 
 Summary summarize(const ir::Program& program, const BubbleAccounting& accounting, std::string cost_model,

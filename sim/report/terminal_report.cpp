@@ -1,5 +1,7 @@
 #include "sim/report/terminal_report.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "sim/report/format.h"
@@ -26,10 +28,79 @@ double frac(int64_t ns, TimeNs total) {
 }
 
 // fmt pads by code units; "µ" is two bytes but one column.
+size_t columns(const std::string& s) {
+  size_t n = 0;
+  for (unsigned char c : s) n += (c & 0xC0) != 0x80;
+  return n;
+}
 std::string pad_left(const std::string& s, size_t width) {
-  size_t columns = 0;
-  for (unsigned char c : s) columns += (c & 0xC0) != 0x80;
-  return columns >= width ? s : std::string(width - columns, ' ') + s;
+  const size_t n = columns(s);
+  return n >= width ? s : std::string(width - n, ' ') + s;
+}
+std::string pad_right(const std::string& s, size_t width) {
+  const size_t n = columns(s);
+  return n >= width ? s : s + std::string(width - n, ' ');
+}
+
+// 1.316e9 → "1.316 G" (a count with an SI prefix, no unit).
+std::string count_si(double v) {
+  std::string t = format_si(v, "");
+  while (!t.empty() && t.back() == ' ') t.pop_back();
+  return t;
+}
+
+std::string module_layout(const ir::ModuleInfo& m) {
+  std::string s = fmt::format("TP {} · CP {} · PP {} · DP {}", m.tp(), m.cp(), m.pp(), m.dp());
+  if (m.virtual_stages() > 1) s += fmt::format(" · v {}", m.virtual_stages());
+  return s;
+}
+
+std::string rank_range(int32_t first, int32_t count) {
+  if (count <= 1) return fmt::format("{} (1)", first);
+  return fmt::format("{}–{} ({})", first, first + count - 1, count);
+}
+
+// The placement, one line per module and (Optimus) what the planner decided.
+void multimodal_block(std::string& out, const Summary& s) {
+  const ir::ProgramInfo& i = s.info;
+  row(out, "placement", std::string(placement_name(i.placement())));
+  out += fmt::format("  {} {} {} {:>16} {:>20}\n", pad_right("modules", kLabel), pad_right("layout", 34),
+                     pad_right("ranks", 16), "parameters", "model FLOP / iter");
+  for (int m = 0; m < i.modules_size(); ++m) {
+    const ir::ModuleInfo& mod = i.modules(m);
+    std::string label = fmt::format("{} ({})", mod.name(), mod.is_encoder() ? "encoder" : "LLM");
+    std::string flops = format_si(mod.model_flops_per_iteration(), "FLOP");
+    out += fmt::format("    {} {} {} {} {}{}\n", pad_right(label, kLabel - 2), pad_right(module_layout(mod), 34),
+                       pad_right(rank_range(mod.first_rank(), mod.num_ranks()), 16),
+                       pad_left(count_si(static_cast<double>(mod.parameters())), 16), pad_left(flops, 20),
+                       mod.frozen() ? "  frozen" : "");
+  }
+  if (!i.has_optimus()) return;
+  const ir::OptimusInfo& o = i.optimus();
+  row(out, "Optimus encoder plan",
+      fmt::format("TP {} · PP {} · DP {}; m = {} encoder pipelines per LLM pipeline", o.encoder_tp(), o.encoder_pp(),
+                  o.encoder_dp(), o.encoder_pipelines_per_llm_pipeline()));
+  // "3 + 5 LLM microbatches"; "1 LLM microbatch for each of the 16 encoder
+  // pipelines" when all are equal.
+  std::string split;
+  const auto& ms = o.microbatch_split();
+  const bool uniform = ms.size() > 2 && std::all_of(ms.begin(), ms.end(), [&](int32_t v) { return v == ms[0]; });
+  if (uniform) {
+    split = fmt::format("{} LLM microbatch{} for each of the {} encoder pipelines", ms[0], ms[0] == 1 ? "" : "es",
+                        ms.size());
+  } else {
+    for (int k = 0; k < ms.size(); ++k) split += fmt::format("{}{}", k == 0 ? "" : " + ", ms[k]);
+    if (!split.empty()) split += " LLM microbatches";
+  }
+  if (!split.empty()) row(out, "microbatch split", split);
+  row(out, "Optimus estimate",
+      fmt::format("LLM only {} → estimated {} (simulated {})", format_duration(TimeNs(o.llm_only_iteration_ns())),
+                  format_duration(TimeNs(o.estimated_iteration_ns())), format_duration(s.iteration_time)));
+  row(out, "bubble efficiency",
+      fmt::format("coarse {} · fine {}{}", format_percent(o.coarse_efficiency()), format_percent(o.fine_efficiency()),
+                  o.coarse_only() ? " (coarse only)" : ""));
+  row(out, "planner search", fmt::format("{} plans evaluated, {} pruned by memory; {} splits evaluated",
+                                         o.plans_evaluated(), o.plans_pruned_by_memory(), o.splits_evaluated()));
 }
 
 }  // namespace
@@ -46,6 +117,7 @@ std::string format_summary(const Summary& s, const RunStats& run) {
                   i.num_microbatches(), i.global_batch(), i.micro_batch(), i.seq_length()));
   row(out, "recompute", fmt::format("{}{}", recompute_name(i.recompute()),
                                     i.sequence_parallel() ? ", sequence parallel" : ""));
+  if (s.multimodal()) multimodal_block(out, s);
   out += "\n";
   row(out, "iteration time", format_duration(t));
   row(out, "throughput", format_si(s.tokens_per_s, "tokens/s"));
@@ -66,7 +138,12 @@ std::string format_summary(const Summary& s, const RunStats& run) {
     const Stats& st = s.busy_by_phase[static_cast<size_t>(p)];
     if (st.max > 0) stats_row(fmt::format("  {}", phase_key(static_cast<ir::Phase>(p))), st);
   }
-  for (Bubble b : kAllBubbles) stats_row(fmt::format("bubble {}", bubble_key(b)), s.bubbles[static_cast<int>(b)]);
+  if (s.multimodal()) stats_row("encoder compute", s.encoder_compute);
+  for (Bubble b : kAllBubbles) {
+    if (bubble_shown(b, s.multimodal())) {
+      stats_row(fmt::format("bubble {}", bubble_key(b)), s.bubbles[static_cast<int>(b)]);
+    }
+  }
   stats_row("bubble total", s.idle);
 
   out += "\n";

@@ -18,22 +18,28 @@ int32_t peer_of(const ir::Program& program, int32_t rank, int32_t slot) {
   return slot >= 0 && slot < b.peer_size() ? b.peer(slot) : -1;
 }
 
-std::string_view category(const ir::Op& op) {
+std::string category(const ir::Op& op) {
   if (op.has_collective()) return "collective";
   if (op.has_send()) return "send";
   if (op.has_recv()) return "recv";
-  return phase_key(op.phase());
+  // Encoder compute gets its own category ("encoder_forward", ...) so that it
+  // can be filtered and told apart from the LLM's.
+  if (op.module() > 0) return "encoder_" + std::string(phase_key(op.phase()));
+  return std::string(phase_key(op.phase()));
 }
 
 }  // namespace
 
 std::string op_name(const ir::Program& program, int32_t rank, const ir::Op& op) {
   std::string s;
+  // Ops of an encoder (module > 0) are prefixed with its name:
+  // "vit-22b F mb2 L3 fc1", "vit-22b AR enc_tp".
+  if (op.module() > 0) s = module_name(program, op.module()) + " ";
   if (op.has_compute()) {
     const ir::Compute& c = op.compute();
     std::string_view role = role_name(c.role());
     if (role.empty()) role = op_class_name(c.op_class());
-    s = std::string(phase_letter(op.phase()));
+    s += std::string(phase_letter(op.phase()));
     const bool per_microbatch = op.phase() >= ir::FORWARD && op.phase() <= ir::RECOMPUTE;
     if (per_microbatch) s += fmt::format(" mb{}", op.microbatch());
     if (per_microbatch && program.info().virtual_stages() > 1) s += fmt::format(" c{}", op.chunk());
@@ -43,15 +49,15 @@ std::string op_name(const ir::Program& program, int32_t rank, const ir::Op& op) 
     const int32_t slot = op.collective().group_slot();
     const std::string& slot_name =
         slot >= 0 && slot < program.group_slots_size() ? program.group_slots(slot).name() : std::string("?");
-    s = fmt::format("{} {}", collective_short(op.collective().kind()), slot_name);
+    s += fmt::format("{} {}", collective_short(op.collective().kind()), slot_name);
   } else if (op.has_send()) {
-    s = fmt::format("send→r{} mb{}", peer_of(program, rank, op.send().peer_slot()), op.microbatch());
+    s += fmt::format("send→r{} mb{}", peer_of(program, rank, op.send().peer_slot()), op.microbatch());
   } else if (op.has_recv()) {
-    s = fmt::format("recv←r{} mb{}", peer_of(program, rank, op.recv().peer_slot()), op.microbatch());
+    s += fmt::format("recv←r{} mb{}", peer_of(program, rank, op.recv().peer_slot()), op.microbatch());
   } else if (op.has_record()) {
-    s = fmt::format("record e{}", op.record().event());
+    s += fmt::format("record e{}", op.record().event());
   } else if (op.has_wait()) {
-    s = fmt::format("wait e{}≥{}", op.wait().event(), op.wait().value());
+    s += fmt::format("wait e{}≥{}", op.wait().event(), op.wait().value());
   }
   return s;
 }
@@ -123,6 +129,7 @@ void TraceWriter::on_op_end(const engine::OpSpan& span) {
     fmt::format_to(out, ",\"mb\":{},\"chunk\":{}", op.microbatch(), op.chunk());
   }
   if (op.layer() >= 0) fmt::format_to(out, ",\"layer\":{}", op.layer());
+  if (op.module() > 0) fmt::format_to(out, ",\"module\":{}", json_quoted(module_name(program_, op.module())));
   if (op.has_compute()) {
     fmt::format_to(out, ",\"flops\":{},\"bytes\":{}", op.compute().flops(), op.compute().bytes());
     if (op.compute().memory_delta_bytes() != 0) {
@@ -137,10 +144,15 @@ void TraceWriter::on_op_end(const engine::OpSpan& span) {
   }
   if (span.start > span.ready) fmt::format_to(out, ",\"waited_us\":{}", micros_exact((span.start - span.ready).count()));
 
+  // chrome://tracing honours "cname" (a reserved colour name); Perfetto colours
+  // by slice name, which the module prefix already sets apart.
+  const std::string_view cname = op.has_compute() && op.module() > 0 ? ",\"cname\":\"olive\"" : "";
   event_prefix();
-  fmt::print(f, "{{\"ph\":\"X\",\"pid\":{},\"tid\":{},\"ts\":{},\"dur\":{},\"name\":{},\"cat\":\"{}\",\"args\":{{{}}}}}",
+  fmt::print(f,
+             "{{\"ph\":\"X\",\"pid\":{},\"tid\":{},\"ts\":{},\"dur\":{},\"name\":{},\"cat\":\"{}\"{},\"args\":{{{}}}}}",
              span.rank, span.stream + 1, micros_exact(span.start.count()), micros_exact((span.end - span.start).count()),
-             json_quoted(op_name(program_, span.rank, op)), category(op), std::string_view(args.data(), args.size()));
+             json_quoted(op_name(program_, span.rank, op)), category(op), cname,
+             std::string_view(args.data(), args.size()));
 
   if (op.has_compute() && op.compute().memory_delta_bytes() != 0) {
     int64_t& mem = memory_[static_cast<size_t>(idx)];

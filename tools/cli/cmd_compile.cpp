@@ -1,15 +1,19 @@
 // `lacuna compile SCENARIO -o FILE`: the IR every rank runs, binary or text.
+#include <climits>
 #include <map>
 #include <memory>
 #include <string>
 
 #include <fmt/format.h>
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <google/protobuf/text_format.h>
 
-#include "sim/compiler/compile.h"
 #include "sim/core/atomic_file.h"
 #include "sim/core/error.h"
+#include "sim/placement/compile.h"
 #include "sim/report/format.h"
+#include "sim/report/names.h"
 #include "sim/scenario/scenario.h"
 #include "tools/cli/commands.h"
 
@@ -41,14 +45,28 @@ OpCounts count_ops(const ir::RankClass& cls) {
   return c;
 }
 
+// Map fields (GpuSpec.efficiency) would otherwise be written in hash order,
+// which differs from run to run; the same scenario must give the same bytes.
+bool serialize_deterministically(const ir::Program& program, std::string* out) {
+  if (program.ByteSizeLong() > static_cast<size_t>(INT32_MAX)) return false;
+  out->clear();
+  {
+    google::protobuf::io::StringOutputStream stream(out);
+    google::protobuf::io::CodedOutputStream coded(&stream);
+    coded.SetSerializationDeterministic(true);
+    if (!program.SerializeToCodedStream(&coded)) return false;
+  }
+  return true;
+}
+
 int run_compile(const CompileOptions& o) {
-  const ir::Program program = compiler::compile(scenario::load_scenario(o.scenario));
+  const ir::Program program = placement::compile(scenario::load_scenario(o.scenario));
   std::string bytes;
   if (o.text) {
     if (!google::protobuf::TextFormat::PrintToString(program, &bytes)) {
       throw Error("internal: could not print the program in text format");
     }
-  } else if (!program.SerializeToString(&bytes)) {
+  } else if (!serialize_deterministically(program, &bytes)) {
     throw Error(SourceLocation{o.output, 0, 0, {}}, "program too large to serialize (protobuf limit is 2 GiB)",
                 "use `lacuna simulate` on the scenario directly");
   }
@@ -62,6 +80,14 @@ int run_compile(const CompileOptions& o) {
              bytes.size());
   fmt::print("  ranks   {}\n  classes {} ({} ops in all)\n  groups  {}\n", program.ranks_size(),
              program.classes_size(), total_ops, program.groups_size());
+  if (program.info().modules_size() > 0) {
+    std::string modules;
+    for (const ir::ModuleInfo& m : program.info().modules()) {
+      modules += fmt::format("{}{} (ranks {}–{})", modules.empty() ? "" : ", ", m.name(), m.first_rank(),
+                             m.first_rank() + m.num_ranks() - 1);
+    }
+    fmt::print("  placement {}: {}\n", report::placement_name(program.info().placement()), modules);
+  }
   constexpr int kShown = 24;
   for (int i = 0; i < program.classes_size() && i < kShown; ++i) {
     const ir::RankClass& cls = program.classes(i);

@@ -4,9 +4,9 @@
 #include <fstream>
 #include <sstream>
 
-#include "sim/compiler/compile.h"
 #include "sim/core/error.h"
 #include "sim/engine/simulator.h"
+#include "sim/placement/compile.h"
 #include "sim/scenario/scenario.h"
 
 namespace lacuna::cli {
@@ -25,7 +25,9 @@ ir::Program load_program_input(const std::string& path) {
     engine::validate_program(program, path);
     return program;
   }
-  return compiler::compile(scenario::load_scenario(path));
+  // LLM-only scenarios compile exactly as before (compiler::compile); a
+  // multimodal one in its own placement (placement.kind).
+  return placement::compile(scenario::load_scenario(path));
 }
 
 std::string file_stem_for(const std::string& scenario_name, const std::string& input_path) {

@@ -9,7 +9,8 @@
 namespace lacuna::cli {
 
 // .pb: a binary ir::Program, validated with engine::validate_program.
-// Anything else: a scenario file (.pbtxt, .textproto, .json), loaded and compiled.
+// Anything else: a scenario file (.pbtxt, .textproto, .json), loaded and
+// compiled in its placement (placement::compile; LLM-only: compiler::compile).
 // Throws lacuna::Error for anything the user can fix.
 ir::Program load_program_input(const std::string& path);
 

@@ -18,6 +18,7 @@ int run(int argc, char** argv) {
   app.require_subcommand(0, 1);
   lacuna::cli::Action action;
   lacuna::cli::add_simulate_command(app, action);
+  lacuna::cli::add_compare_command(app, action);
   lacuna::cli::add_compile_command(app, action);
   lacuna::cli::add_check_command(app, action);
   lacuna::cli::add_presets_command(app, action);
