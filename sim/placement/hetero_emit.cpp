@@ -1,0 +1,306 @@
+#include "sim/placement/hetero_emit.h"
+
+#include <algorithm>
+
+#include "sim/core/error.h"
+#include "sim/cost/memory.h"
+#include "sim/model/kernels.h"
+#include "sim/placement/class_edit.h"
+
+namespace lacuna::placement::hetero {
+namespace {
+
+cost::LayerActivationInputs activation_inputs(const model::LayerShape& s, scenario::Recompute recompute) {
+  cost::LayerActivationInputs a;
+  a.seq_length = s.seq_length;
+  a.micro_batch = s.micro_batch;
+  a.hidden = s.hidden;
+  a.num_heads = s.heads;
+  a.num_kv_heads = s.kv_heads;
+  a.ffn_hidden = s.ffn_hidden;
+  a.activation = s.activation;
+  a.parallel_attention_mlp = s.parallel_attention_mlp;
+  a.tp = s.tp;
+  a.cp = s.cp;
+  a.sequence_parallel = s.sequence_parallel;
+  a.recompute = recompute;
+  a.flash_attention = !s.unfused_attention;
+  return a;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- ClassEditor
+
+ClassEditor::ClassEditor(ir::RankClass& rank_class) : c_(rank_class) {
+  compute_ = find_stream(c_, "compute");
+  if (compute_ < 0) compute_ = add_stream(c_, "compute", ir::COMPUTE);
+}
+
+int32_t ClassEditor::stream(const std::string& name, ir::StreamKind kind) {
+  const int32_t i = find_stream(c_, name);
+  if (i >= 0) {
+    if (c_.streams(i).kind() != kind)
+      throw Error("heterogeneous placement: stream '" + name + "' of class " + c_.name() + " exists with kind " +
+                  ir::StreamKind_Name(c_.streams(i).kind()) + ", wanted " + ir::StreamKind_Name(kind));
+    return i;
+  }
+  return add_stream(c_, name, kind);
+}
+
+int32_t ClassEditor::event(const std::string& key) {
+  auto it = events_.find(key);
+  if (it != events_.end()) return it->second;
+  const int32_t id = add_event(c_);
+  events_.emplace(key, id);
+  return id;
+}
+
+ir::Op* ClassEditor::add(int32_t stream, const OpCtx& ctx) {
+  ir::Op* op = nullptr;
+  if (stream == compute_) {
+    if (block_ == nullptr) throw Error("heterogeneous placement: internal error, no compute block set");
+    op = &block_->emplace_back();
+  } else {
+    op = c_.mutable_streams(stream)->add_ops();
+  }
+  op->set_phase(ctx.phase);
+  op->set_microbatch(ctx.microbatch);
+  op->set_chunk(ctx.chunk);
+  op->set_layer(ctx.layer);
+  op->set_module(ctx.module);
+  return op;
+}
+
+int64_t ClassEditor::record(int32_t stream, int32_t event, const OpCtx& ctx) {
+  add(stream, ctx)->mutable_record()->set_event(event);
+  return ++counters_[event];
+}
+
+void ClassEditor::wait(int32_t stream, int32_t event, int64_t value, const OpCtx& ctx) {
+  auto* w = add(stream, ctx)->mutable_wait();
+  w->set_event(event);
+  w->set_value(value);
+}
+
+int64_t ClassEditor::handoff(int32_t from, int32_t to, const std::string& event_key, const OpCtx& ctx) {
+  const int32_t ev = event(event_key);
+  const int64_t v = record(from, ev, ctx);
+  wait(to, ev, v, ctx);
+  return v;
+}
+
+int64_t ClassEditor::count(int32_t event) const {
+  auto it = counters_.find(event);
+  return it == counters_.end() ? 0 : it->second;
+}
+
+ir::Op* add_collective(ClassEditor& ed, int32_t stream, const OpCtx& ctx, ir::CollectiveKind kind, int32_t slot,
+                       int64_t bytes) {
+  ir::Op* op = ed.add(stream, ctx);
+  auto* c = op->mutable_collective();
+  c->set_kind(kind);
+  c->set_group_slot(slot);
+  c->set_bytes(bytes);
+  return op;
+}
+
+ir::Op* add_send(ClassEditor& ed, int32_t stream, const OpCtx& ctx, int32_t peer_slot, int64_t bytes, int32_t channel,
+                 int64_t tag) {
+  ir::Op* op = ed.add(stream, ctx);
+  auto* s = op->mutable_send();
+  s->set_peer_slot(peer_slot);
+  s->set_bytes(bytes);
+  s->set_channel(channel);
+  s->set_tag(tag);
+  return op;
+}
+
+ir::Op* add_recv(ClassEditor& ed, int32_t stream, const OpCtx& ctx, int32_t peer_slot, int64_t bytes, int32_t channel,
+                 int64_t tag) {
+  ir::Op* op = ed.add(stream, ctx);
+  auto* r = op->mutable_recv();
+  r->set_peer_slot(peer_slot);
+  r->set_bytes(bytes);
+  r->set_channel(channel);
+  r->set_tag(tag);
+  return op;
+}
+
+// ---------------------------------------------------------------- StepEmitter
+
+StepEmitter::Emitted StepEmitter::emit(const std::vector<model::Step>& steps, const OpCtx& ctx) {
+  Emitted out;
+  for (const model::Step& step : steps) {
+    if (const auto* k = std::get_if<model::Kernel>(&step)) {
+      kernel(*k, ctx);
+      out.last = static_cast<int32_t>(ed_.compute_block()->size()) - 1;
+      if (k->phase == ir::RECOMPUTE) out.last_recompute = out.last;
+    } else {
+      comm(std::get<model::CommPoint>(step), ctx);
+    }
+  }
+  return out;
+}
+
+void StepEmitter::kernel(const model::Kernel& k, OpCtx ctx) {
+  ctx.phase = k.phase;
+  // Pending collectives whose result this kernel consumes: the named role,
+  // else the next kernel that is not a weight gradient (as the LLM's stage
+  // program: a dgrad reduction overlaps the layer's wgrad GEMM).
+  for (auto it = pending_.begin(); it != pending_.end();) {
+    const bool consumes =
+        it->consumer == ir::ROLE_UNSPECIFIED ? k.phase != ir::BACKWARD_WEIGHT : it->consumer == k.role;
+    if (consumes) {
+      ed_.wait(ed_.compute(), it->event, it->value, ctx);
+      it = pending_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  auto* c = ed_.add(ed_.compute(), ctx)->mutable_compute();
+  c->set_op_class(k.op_class);
+  c->set_role(k.role);
+  for (int64_t d : k.shape) c->add_shape(d);
+  c->set_flops(k.flops);
+  c->set_bytes(k.bytes);
+}
+
+void StepEmitter::flush(const OpCtx& ctx) {
+  for (const auto& p : pending_) ed_.wait(ed_.compute(), p.event, p.value, ctx);
+  pending_.clear();
+}
+
+void StepEmitter::add_memory(int32_t index, int64_t delta) {
+  if (index < 0 || delta == 0) return;
+  auto* c = (*ed_.compute_block())[static_cast<size_t>(index)].mutable_compute();
+  c->set_memory_delta_bytes(c->memory_delta_bytes() + delta);
+}
+
+void StepEmitter::comm(const model::CommPoint& c, OpCtx ctx) {
+  ctx.phase = c.phase;
+  const bool tp = c.group == model::CommGroup::kTp;
+  const int32_t slot = tp ? slots_.tp : slots_.cp;
+  if (slot < 0) return;  // a group of one rank: nothing to communicate
+  const std::string name = tp ? "enc_tp" : "enc_cp";
+  const int32_t stream = ed_.stream(name, ir::ENCODER_COMM);
+  ed_.handoff(ed_.compute(), stream, "compute>" + name, ctx);
+  add_collective(ed_, stream, ctx, c.kind, slot, c.bytes);
+  const int32_t back = ed_.event(name + ">compute");
+  pending_.push_back({c.consumer, back, ed_.record(stream, back, ctx)});
+}
+
+// ---------------------------------------------------------------- stage work
+
+StageWork stage_work(const scenario::Scenario& spec, const EncoderPlan& enc, int32_t stage, int64_t samples,
+                     int64_t llm_hidden, bool keep_output) {
+  StageWork w;
+  const auto shard = enc.shard();
+  w.shape = model::encoder_layer_shape(spec, enc.e, samples, shard);
+  w.first_layer = stage * enc.layers_per_stage;
+  w.num_layers = enc.layers_per_stage;
+  w.first_stage = stage == 0;
+  w.last_stage = stage == enc.dims.pp - 1;
+  w.frozen = enc.frozen;
+  // A frozen encoder runs forward without autograd: nothing kept, nothing
+  // recomputed.
+  w.recompute = enc.frozen ? scenario::RECOMPUTE_NONE : enc.recompute;
+  w.layer_fwd = model::layer_forward(w.shape);
+  if (!enc.frozen) {
+    w.layer_bwd = model::layer_backward(w.shape, w.recompute);
+    w.layer_activation_bytes = cost::layer_activation_bytes(activation_inputs(w.shape, w.recompute));
+    if (w.recompute == scenario::RECOMPUTE_FULL)
+      w.recompute_activation_bytes = cost::layer_activation_bytes(activation_inputs(w.shape, scenario::RECOMPUTE_NONE));
+  }
+  if (w.first_stage) {
+    w.patch_fwd = model::patch_embedding_forward(w.shape);
+    if (!enc.frozen) w.patch_bwd = model::patch_embedding_backward(w.shape);
+  }
+  if (w.last_stage) {
+    const auto proj = model::projector_shape(spec, enc.e, samples, shard);
+    w.post_fwd = model::encoder_final_norm_forward(w.shape);
+    for (auto& s : model::projector_forward(proj)) w.post_fwd.push_back(std::move(s));
+    w.post_bwd = model::projector_backward(proj);
+    w.post_activation_bytes = model::projector_activation_bytes(proj);
+    if (!enc.frozen) {
+      for (auto& s : model::encoder_final_norm_backward(w.shape)) w.post_bwd.push_back(std::move(s));
+      // The final norm keeps its input (this rank's SP share of the tokens).
+      w.post_activation_bytes += w.shape.sp_tokens() * w.shape.hidden * model::kBf16;
+    }
+    if (keep_output) w.output_bytes = enc.boundary_bytes(samples, llm_hidden);
+  }
+  // Between encoder stages: one hidden state, sequence-sharded over TP with SP.
+  w.p2p_bytes = w.shape.hidden_bytes() / (w.shape.sequence_parallel ? w.shape.tp : 1);
+  return w;
+}
+
+void emit_forward(StepEmitter& em, const StageWork& w, const OpCtx& base) {
+  OpCtx ctx = base;
+  ctx.phase = ir::FORWARD;
+  ctx.layer = -1;
+  if (w.first_stage) em.emit(w.patch_fwd, ctx);
+  for (int64_t l = w.first_layer; l < w.first_layer + w.num_layers; ++l) {
+    OpCtx lc = ctx;
+    lc.layer = static_cast<int32_t>(l);
+    em.add_memory(em.emit(w.layer_fwd, lc).last, w.layer_activation_bytes);
+  }
+  if (w.last_stage) em.add_memory(em.emit(w.post_fwd, ctx).last, w.post_activation_bytes + w.output_bytes);
+  em.flush(ctx);
+}
+
+void emit_backward(StepEmitter& em, const StageWork& w, const OpCtx& base) {
+  OpCtx ctx = base;
+  ctx.phase = ir::BACKWARD_INPUT;
+  ctx.layer = -1;
+  if (w.last_stage) em.add_memory(em.emit(w.post_bwd, ctx).last, -(w.post_activation_bytes + w.output_bytes));
+  if (!w.frozen) {
+    for (int64_t l = w.first_layer + w.num_layers - 1; l >= w.first_layer; --l) {
+      OpCtx lc = ctx;
+      lc.layer = static_cast<int32_t>(l);
+      const auto out = em.emit(w.layer_bwd, lc);
+      em.add_memory(out.last_recompute, w.recompute_activation_bytes);
+      em.add_memory(out.last, -(w.layer_activation_bytes + w.recompute_activation_bytes));
+    }
+    if (w.first_stage) em.emit(w.patch_bwd, ctx);
+  }
+  em.flush(ctx);
+}
+
+StageParameters stage_parameters(const scenario::Scenario& spec, const EncoderPlan& enc, int32_t stage) {
+  const auto shard = enc.shard();
+  int64_t encoder = enc.layers_per_stage * model::encoder_layer_parameters(spec, enc.e, shard);
+  int64_t projector = 0;
+  if (stage == 0) encoder += model::patch_embedding_parameters(spec, enc.e);
+  if (stage == enc.dims.pp - 1) {
+    encoder += model::encoder_final_norm_parameters(spec, enc.e);
+    projector = model::projector_parameters(model::projector_shape(spec, enc.e, 1, shard));
+  }
+  StageParameters p;
+  p.trained = projector + (enc.frozen ? 0 : encoder);
+  p.frozen = enc.frozen ? encoder : 0;
+  return p;
+}
+
+void add_model_state(ir::MemoryBaseline& mem, const StageParameters& p, int64_t dp_cp, bool distributed_optimizer) {
+  const auto st = cost::model_state_bytes(p.trained, dp_cp, distributed_optimizer);
+  mem.set_weights_bytes(mem.weights_bytes() + st.weights + model::kBf16 * p.frozen);
+  mem.set_gradients_bytes(mem.gradients_bytes() + st.gradients);
+  mem.set_optimizer_bytes(mem.optimizer_bytes() + st.optimizer);
+}
+
+// ---------------------------------------------------------------- Groups
+
+int32_t Groups::get(const std::string& key, ir::GroupKind kind, const std::vector<int32_t>& ranks) {
+  if (ranks.size() <= 1) return -1;
+  std::vector<int32_t> sorted = ranks;
+  std::sort(sorted.begin(), sorted.end());
+  auto [it, fresh] = index_.try_emplace({key, sorted}, p_.groups_size());
+  if (fresh) {
+    auto* g = p_.add_groups();
+    g->set_kind(kind);
+    for (int32_t r : sorted) g->add_ranks(r);
+  }
+  return it->second;
+}
+
+}  // namespace lacuna::placement::hetero

@@ -1,0 +1,306 @@
+// Colocated encoders (MegatronMIMO's three-phase schedule). Every rank holds
+// both modules; encoder collectives need all members of a group at once,
+// while 1F1B staggers the LLM's ranks, so the encoder runs as whole phases
+// around the LLM's own program:
+//   (1) encoder parameter all-gather, encoder forward of every microbatch of
+//       this rank's shard, the colocated forward transform (boundary);
+//   (2) the LLM's compiled program, unchanged (its DP all-gather runs on its
+//       own stream and overlaps phase 1);
+//   (3) after the LLM's last forward / backward kernel: backward transform,
+//       encoder backward of every microbatch, encoder gradient reduction;
+//       both modules' reductions finish before either optimizer steps.
+#include <algorithm>
+#include <cmath>
+
+#include "sim/core/error.h"
+#include "sim/cost/memory.h"
+#include "sim/model/kernels.h"
+#include "sim/placement/class_edit.h"
+#include "sim/placement/hetero_compile.h"
+
+namespace lacuna::placement::hetero {
+namespace {
+
+// What one encoder's boundary transform is on a colocated rank.
+struct Transform {
+  ir::CollectiveKind kind = ir::COLLECTIVE_UNSPECIFIED;  // unspecified: no traffic
+  int64_t bytes = 0;
+  bool over_replica = false;  // the LLM replica's ranks (else the encoder shard's)
+};
+
+// Forward: equal DP is a local reinterpretation; fan-in gathers the shards
+// that form one LLM replica's batch among that replica's ranks; fan-out is a
+// local slice. A shard whose output is split over its ranks (SP or CP) first
+// needs it whole, an all-gather among the shard's ranks (fan-in's replica
+// gather covers it).
+Transform forward_transform(const Plan& plan, const EncoderPlan& enc) {
+  Transform t;
+  switch (enc.relation) {
+    case DpRelation::kFanIn:
+      t = {ir::ALL_GATHER, enc.boundary_bytes(plan.llm.samples_per_replica, plan.llm.hidden), true};
+      break;
+    case DpRelation::kEqual:
+    case DpRelation::kFanOut:
+      if (enc.sharded_output()) t = {ir::ALL_GATHER, enc.boundary_bytes(enc.samples_per_shard, plan.llm.hidden), false};
+      break;
+  }
+  return t;
+}
+
+// Backward: the LLM produces the embeddings' gradient on its first pipeline
+// stage (whole on each of its tp·cp ranks: Megatron all-gathers the SP-sharded
+// embedding gradient). Fan-in / equal: with pp > 1 the replica's other
+// stages hold encoder shards too, so stage 0 broadcasts the replica's
+// gradient within the replica; with pp = 1 every shard takes its slice
+// locally. Fan-out: the shard's replicas each hold their part: an all-gather
+// among the shard's ranks.
+Transform backward_transform(const Plan& plan, const EncoderPlan& enc) {
+  Transform t;
+  if (enc.relation == DpRelation::kFanOut) {
+    t = {ir::ALL_GATHER, enc.boundary_bytes(enc.samples_per_shard, plan.llm.hidden), false};
+  } else if (plan.llm.dims.pp > 1) {
+    t = {ir::BROADCAST, enc.boundary_bytes(plan.llm.samples_per_replica, plan.llm.hidden), true};
+  }
+  return t;
+}
+
+struct EncoderSlotSet {
+  EncoderSlots kernel;
+  int32_t dp_cp = -1;  // gradient reduction / parameter gather
+  int32_t fwd = -1;    // boundary transform groups
+  int32_t bwd = -1;
+  Transform fwd_transform, bwd_transform;
+};
+
+int32_t first_index(const ir::Stream& s, ir::Phase phase) {
+  for (int32_t i = 0; i < s.ops_size(); ++i)
+    if (s.ops(i).module() == 0 && s.ops(i).phase() == phase) return i;
+  return -1;
+}
+
+int32_t last_index(const ir::Stream& s, ir::Phase phase) {
+  for (int32_t i = s.ops_size() - 1; i >= 0; --i)
+    if (s.ops(i).module() == 0 && s.ops(i).phase() == phase) return i;
+  return -1;
+}
+
+ir::Op copy_op(const OpCtx& ctx, int64_t bytes, int64_t duration_ns, int64_t memory_delta) {
+  ir::Op op;
+  op.set_phase(ctx.phase);
+  op.set_microbatch(ctx.microbatch);
+  op.set_chunk(ctx.chunk);
+  op.set_layer(ctx.layer);
+  op.set_module(ctx.module);
+  auto* c = op.mutable_compute();
+  c->set_op_class(ir::ELEMENTWISE);
+  c->add_shape(bytes);
+  c->set_bytes(static_cast<double>(bytes));
+  c->set_fixed_duration_ns(duration_ns);
+  c->set_memory_delta_bytes(memory_delta);
+  return op;
+}
+
+}  // namespace
+
+void add_colocated_encoders(const scenario::LoadedScenario& scenario, const Plan& plan, ir::Program& p) {
+  const auto& spec = scenario.spec;
+  const compiler::RankLayout llm_layout(plan.llm.dims, plan.llm.rank_order);
+  const bool dist_opt = plan.llm.distributed_optimizer;
+  const auto& het = spec.placement().heterogeneous();
+  if (het.host_link_gb_per_s() < 0)
+    throw Error(scenario.locations.locate("placement.heterogeneous.host_link_gb_per_s"),
+                "host_link_gb_per_s = " + std::to_string(het.host_link_gb_per_s()) + " is negative",
+                "set the host link bandwidth per GPU and direction (0: PCIe Gen5 x16, 64 GB/s)");
+  const bool offload = het.offload_encoder();
+  // Unset: PCIe Gen5 x16's nominal 64 GB/s per direction (the field's default).
+  const double host_gb_per_s = het.host_link_gb_per_s() > 0 ? het.host_link_gb_per_s() : 64.0;
+
+  Groups groups(p);
+  std::vector<EncoderSlotSet> slots(plan.encoders.size());
+  for (size_t i = 0; i < plan.encoders.size(); ++i) {
+    const EncoderPlan& enc = plan.encoders[i];
+    EncoderSlotSet& s = slots[i];
+    const std::string pre = "enc" + std::to_string(enc.e);
+    const compiler::RankLayout el(enc.dims, enc.rank_order);
+    if (enc.dims.tp > 1) {
+      s.kernel.tp = add_group_slot(p, pre + "_tp", ir::ENCODER_TP);
+      bind_axis_groups(p, groups, pre + "_tp", ir::ENCODER_TP, s.kernel.tp, el, 0, {true, false, false, false});
+    }
+    if (enc.dims.cp > 1) {
+      s.kernel.cp = add_group_slot(p, pre + "_cp", ir::ENCODER_CP);
+      bind_axis_groups(p, groups, pre + "_cp", ir::ENCODER_CP, s.kernel.cp, el, 0, {false, true, false, false});
+    }
+    // Gradients reduce over dp × cp (CP ranks replicate the weights too).
+    if (enc.dims.dp * enc.dims.cp > 1) {
+      s.dp_cp = add_group_slot(p, pre + "_dp_cp", ir::ENCODER_DP);
+      bind_axis_groups(p, groups, pre + "_dp_cp", ir::ENCODER_DP, s.dp_cp, el, 0, {false, true, true, false});
+    }
+    s.fwd_transform = forward_transform(plan, enc);
+    s.bwd_transform = backward_transform(plan, enc);
+    // Boundary groups: the LLM replica's ranks (all its tp, cp and pp) or the
+    // encoder shard's ranks (all its tp and cp).
+    auto bind_boundary = [&](const Transform& t, const std::string& name) {
+      if (t.kind == ir::COLLECTIVE_UNSPECIFIED) return -1;
+      const int32_t slot = add_group_slot(p, name, ir::BOUNDARY_GROUP);
+      if (t.over_replica)
+        bind_axis_groups(p, groups, name, ir::BOUNDARY_GROUP, slot, llm_layout, 0, {true, true, false, true});
+      else
+        bind_axis_groups(p, groups, name, ir::BOUNDARY_GROUP, slot, el, 0, {true, true, false, false});
+      return slot;
+    };
+    s.fwd = bind_boundary(s.fwd_transform, "bnd" + std::to_string(enc.e) + "_fwd");
+    s.bwd = bind_boundary(s.bwd_transform, "bnd" + std::to_string(enc.e) + "_bwd");
+    if (s.fwd < 0) s.fwd_transform = {};
+    if (s.bwd < 0) s.bwd_transform = {};
+  }
+
+  for (int32_t k = 0; k < p.classes_size(); ++k) {
+    ir::RankClass& cls = *p.mutable_classes(k);
+    ClassEditor ed(cls);
+    const int32_t compute = ed.compute();
+    const ir::Stream& llm_compute = cls.streams(compute);
+    const int32_t n = llm_compute.ops_size();
+    // Phase 3 goes right before the LLM's optimizer step (its wait for the
+    // DP reduction, then the Adam kernel): after its last forward / backward
+    // kernel and after it handed its last gradients to the DP stream, so the
+    // LLM's reduction overlaps the encoder's backward.
+    int32_t phase3_at = first_index(llm_compute, ir::OPTIMIZER_STEP);
+    if (phase3_at < 0) phase3_at = n;
+    const int32_t last_forward = last_index(llm_compute, ir::FORWARD);
+    const int32_t prefetch_at = std::min(last_forward + 1, phase3_at);
+
+    std::vector<ir::Op> phase1, prefetch, phase3, tail;
+    const int32_t enc_dp = ed.stream("enc_dp", ir::DP_COMM);
+    const int32_t boundary = ed.stream("boundary", ir::BOUNDARY);
+    const int32_t offload_stream = offload ? ed.stream("enc_offload", ir::ENCODER_COMM) : -1;
+
+    struct PerEncoder {
+      StageWork work;
+      StageParameters params;
+      int64_t gathered = 0;  // enc_dp>compute value after the parameter gather (0: none)
+      int64_t offload_bytes = 0;
+    };
+    std::vector<PerEncoder> per;
+    for (const EncoderPlan& enc : plan.encoders) {
+      PerEncoder pe{stage_work(spec, enc, 0, enc.microbatch_samples, plan.llm.hidden, true),
+                    stage_parameters(spec, enc, 0), 0, 0};
+      const auto st = cost::model_state_bytes(pe.params.trained, int64_t{enc.dims.dp} * enc.dims.cp, dist_opt);
+      pe.offload_bytes = st.weights + st.optimizer + model::kBf16 * pe.params.frozen;
+      add_model_state(*cls.mutable_memory(), pe.params, int64_t{enc.dims.dp} * enc.dims.cp, dist_opt);
+      per.push_back(std::move(pe));
+    }
+
+    // ---- phase 1
+    ed.set_compute_block(&phase1);
+    // Distributed optimizer: the encoder's bf16 parameters are gathered at
+    // iteration start (after the previous step), as the LLM's are.
+    for (size_t i = 0; i < plan.encoders.size(); ++i) {
+      const EncoderPlan& enc = plan.encoders[i];
+      const OpCtx ctx{ir::DP_SYNC, 0, 0, -1, enc.module};
+      if (dist_opt && slots[i].dp_cp >= 0 && per[i].params.trained > 0) {
+        add_collective(ed, enc_dp, ctx, ir::ALL_GATHER, slots[i].dp_cp, per[i].params.trained * model::kBf16);
+        per[i].gathered = ed.record(enc_dp, ed.event("enc_dp>compute"), ctx);
+      }
+    }
+    std::vector<std::pair<int32_t, int64_t>> transform_waits;
+    for (size_t i = 0; i < plan.encoders.size(); ++i) {
+      const EncoderPlan& enc = plan.encoders[i];
+      StepEmitter em(ed, slots[i].kernel);
+      const OpCtx ctx{ir::FORWARD, 0, 0, -1, enc.module};
+      if (per[i].gathered > 0) ed.wait(compute, ed.event("enc_dp>compute"), per[i].gathered, ctx);
+      for (int32_t mb = 0; mb < enc.microbatches; ++mb) {
+        OpCtx mctx = ctx;
+        mctx.microbatch = mb;
+        emit_forward(em, per[i].work, mctx);
+      }
+      const Transform& t = slots[i].fwd_transform;
+      if (t.kind != ir::COLLECTIVE_UNSPECIFIED) {
+        ed.handoff(compute, boundary, "compute>boundary", ctx);
+        add_collective(ed, boundary, ctx, t.kind, slots[i].fwd, t.bytes);
+        const int32_t ev = ed.event("boundary>compute");
+        transform_waits.push_back({ev, ed.record(boundary, ev, ctx)});
+      }
+      if (offload) {
+        // Weights and optimizer state leave for host memory once the
+        // forward no longer needs them; the LLM phase runs without them.
+        ed.handoff(compute, offload_stream, "compute>offload", ctx);
+        *ed.add(offload_stream, ctx) = copy_op(
+            ctx, per[i].offload_bytes, host_copy_ns(per[i].offload_bytes, host_gb_per_s), -per[i].offload_bytes);
+      }
+    }
+    // The LLM's first stage consumes the packed boundary tensor: every
+    // transform has landed before phase 2 (they overlap later encoders'
+    // forward).
+    for (const auto& [ev, v] : transform_waits)
+      ed.wait(compute, ev, v, OpCtx{ir::FORWARD, 0, 0, -1, plan.encoders.back().module});
+
+    // ---- prefetch: the encoder state comes back during the LLM's cool-down
+    // (after its last forward on this rank), ready for phase 3.
+    ed.set_compute_block(&prefetch);
+    std::vector<int64_t> restored(plan.encoders.size(), 0);
+    if (offload) {
+      const OpCtx ctx{ir::BACKWARD_INPUT, 0, 0, -1, plan.encoders.front().module};
+      ed.handoff(compute, offload_stream, "compute>offload", ctx);
+      for (size_t i = 0; i < plan.encoders.size(); ++i) {
+        const OpCtx ectx{ir::BACKWARD_INPUT, 0, 0, -1, plan.encoders[i].module};
+        *ed.add(offload_stream, ectx) = copy_op(
+            ectx, per[i].offload_bytes, host_copy_ns(per[i].offload_bytes, host_gb_per_s), per[i].offload_bytes);
+        restored[i] = ed.record(offload_stream, ed.event("offload>compute"), ectx);
+      }
+    }
+
+    // ---- phase 3
+    ed.set_compute_block(&phase3);
+    int64_t reduced = 0;
+    for (size_t i = 0; i < plan.encoders.size(); ++i) {
+      const EncoderPlan& enc = plan.encoders[i];
+      StepEmitter em(ed, slots[i].kernel);
+      const OpCtx ctx{ir::BACKWARD_INPUT, 0, 0, -1, enc.module};
+      if (restored[i] > 0) ed.wait(compute, ed.event("offload>compute"), restored[i], ctx);
+      const Transform& t = slots[i].bwd_transform;
+      if (t.kind != ir::COLLECTIVE_UNSPECIFIED) {
+        ed.handoff(compute, boundary, "compute>boundary", ctx);
+        add_collective(ed, boundary, ctx, t.kind, slots[i].bwd, t.bytes);
+        ed.handoff(boundary, compute, "boundary>compute", ctx);
+      }
+      for (int32_t mb = 0; mb < enc.microbatches; ++mb) {
+        OpCtx mctx = ctx;
+        mctx.microbatch = mb;
+        emit_backward(em, per[i].work, mctx);
+      }
+      if (slots[i].dp_cp >= 0 && per[i].params.trained > 0) {
+        const OpCtx dctx{ir::DP_SYNC, 0, 0, -1, enc.module};
+        ed.handoff(compute, enc_dp, "compute>enc_dp", dctx);
+        add_collective(ed, enc_dp, dctx, dist_opt ? ir::REDUCE_SCATTER : ir::ALL_REDUCE, slots[i].dp_cp,
+                       per[i].params.trained * model::kFp32);
+        reduced = ed.record(enc_dp, ed.event("enc_dp>compute"), dctx);
+      }
+    }
+    // One final gradient reduction for both modules: the encoder's has
+    // finished before the LLM's optimizer wait that follows.
+    if (reduced > 0)
+      ed.wait(compute, ed.event("enc_dp>compute"), reduced,
+              OpCtx{ir::OPTIMIZER_STEP, 0, 0, -1, plan.encoders.back().module});
+
+    // ---- the encoders' optimizer steps, after the LLM's
+    ed.set_compute_block(&tail);
+    for (size_t i = 0; i < plan.encoders.size(); ++i) {
+      const EncoderPlan& enc = plan.encoders[i];
+      const int64_t trained = per[i].params.trained;
+      if (trained == 0) continue;
+      const int64_t dp_cp = int64_t{enc.dims.dp} * enc.dims.cp;
+      const int64_t updated = dist_opt ? (trained + dp_cp - 1) / dp_cp : trained;
+      StepEmitter em(ed, slots[i].kernel);
+      em.kernel(model::adam_step(updated), OpCtx{ir::OPTIMIZER_STEP, 0, 0, -1, enc.module});
+    }
+    ed.set_compute_block(nullptr);
+
+    splice(*cls.mutable_streams(compute), {{0, std::move(phase1)},
+                                           {prefetch_at, std::move(prefetch)},
+                                           {phase3_at, std::move(phase3)},
+                                           {n, std::move(tail)}});
+    drop_empty_streams(cls);
+  }
+}
+
+}  // namespace lacuna::placement::hetero
