@@ -1,0 +1,70 @@
+// Optimus, step 5: the Optimus model planner. Fixes the LLM plan,
+// enumerates encoder plans (or takes the encoders' fixed layout), prunes them
+// by memory, runs the bubble scheduler on every (plan, microbatch split) and
+// keeps the lowest estimated iteration (docs/placements.md, "Optimus").
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "sim/cost/cost_model.h"
+#include "sim/placement/optimus_plan.h"
+#include "sim/placement/optimus_scheduler.h"
+#include "sim/placement/optimus_timeline.h"
+#include "sim/placement/optimus_work.h"
+#include "sim/proto/program.pb.h"
+#include "sim/scenario/scenario.h"
+
+namespace lacuna::placement::optimus {
+
+// Per-GPU memory of one encoder plan: for every GPU class (LLM stage s, TP
+// slice) its LLM model state (the LLM class's MemoryBaseline) + the LLM's
+// peak activations on stage s (from the timeline) + the model state of its
+// encoder stage shard (model_state_bytes over DP_enc; frozen weights bf16
+// only). Encoder activations are left out, as in the paper. This is the
+// paper's MEM_model made per GPU: averaged over the GPUs, its weight and
+// gradient parts are paper_model_memory_bytes with k = 6.
+int64_t plan_peak_memory_bytes(const ir::Program& llm, const LlmTimeline& timeline, const EncoderWork& work);
+
+struct PlannerOptions {
+  bool coarse_only = false;
+  int64_t max_splits_per_plan = 4096;
+  bool keep_candidates = false;  // record every (plan, split, estimate) tried
+};
+
+struct Candidate {
+  Geometry geo;
+  std::vector<int32_t> split;
+  int64_t estimate_ns = 0;
+};
+
+struct PlannerResult {
+  ir::Program llm;       // the LLM-only program the timeline came from
+  LlmTimeline timeline;
+  Geometry geo;          // the chosen encoder plan
+  bool sequence_parallel = false;
+  scenario::Recompute recompute = scenario::RECOMPUTE_NONE;
+  EncoderWork work;
+  Schedule schedule;     // the chosen split, with fine moves unless coarse_only
+  Schedule coarse;       // the same plan and split, coarse step only
+  bool fixed_plan = false;
+  int32_t plans_evaluated = 0;         // scheduled
+  int32_t plans_pruned_by_memory = 0;  // over capacity (all of them: the least-memory one is kept)
+  int32_t plans_not_applicable = 0;    // sizes not divisible by the encoder TP
+  int64_t splits_evaluated = 0;
+  int64_t peak_memory_bytes = 0;       // of the chosen plan (plan_peak_memory_bytes)
+  std::vector<Candidate> candidates;   // with keep_candidates
+};
+
+// Plans and schedules. Throws lacuna::Error (located in the scenario) when
+// the LLM has cp > 1 or a fixed encoder layout does not fit Optimus. The
+// encoders' layouts are the fixed plan only when the scenario's own
+// placement is OPTIMUS (another placement's layouts are not Optimus plans).
+PlannerResult plan_optimus(const scenario::LoadedScenario& scenario, const cost::CostModel& cost,
+                           const PlannerOptions& options);
+
+// The programs of a planned result, with ProgramInfo's modules and
+// OptimusInfo filled.
+ir::Program emit_optimus(const scenario::LoadedScenario& scenario, const PlannerResult& result);
+
+}  // namespace lacuna::placement::optimus

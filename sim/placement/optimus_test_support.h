@@ -1,0 +1,59 @@
+// Multimodal scenarios for the Optimus tests, filled in code: the compiler
+// tests' small LLM plus small ViT-style encoders.
+#pragma once
+
+#include <string>
+
+#include "sim/compiler/compiler_test_support.h"
+#include "sim/scenario/scenario.h"
+
+namespace lacuna::placement::optimus::testing {
+
+struct SmallEncoder {
+  int64_t layers = 4, hidden = 128, heads = 4, ffn = 512, tokens_per_image = 64;
+  int64_t images = 2, token_merge = 4, projector_layers = 2;
+  bool frozen = false;
+  bool parallel_attn = false;
+};
+
+struct SmallMllm {
+  compiler::testing::Small llm;
+  std::vector<SmallEncoder> encoders{SmallEncoder{}};
+  scenario::PlacementKind placement = scenario::OPTIMUS;
+  bool coarse_only = false;
+  int64_t max_splits = 0;
+};
+
+inline scenario::LoadedScenario make_mllm(const SmallMllm& m) {
+  scenario::LoadedScenario ls = compiler::testing::make_scenario(m.llm);
+  auto& spec = ls.spec;
+  spec.set_name("small-mllm");
+  for (size_t i = 0; i < m.encoders.size(); ++i) {
+    const SmallEncoder& e = m.encoders[i];
+    auto* enc = spec.mutable_model()->add_encoders();
+    auto* t = enc->mutable_transformer();
+    t->set_name("vit-" + std::to_string(i));
+    t->set_num_layers(e.layers);
+    t->set_hidden_size(e.hidden);
+    t->set_num_attention_heads(e.heads);
+    t->set_num_kv_heads(e.heads);
+    t->set_ffn_hidden_size(e.ffn);
+    t->set_activation(scenario::GELU);
+    t->set_norm(scenario::LAYERNORM);
+    t->set_seq_length(e.tokens_per_image);
+    t->set_bidirectional_attention(true);
+    t->set_parallel_attention_mlp(e.parallel_attn);
+    t->set_linear_bias(true);
+    t->set_position_embedding(scenario::Transformer::POSITION_LEARNED);
+    enc->set_frozen(e.frozen);
+    enc->set_images_per_sample(e.images);
+    enc->mutable_projector()->set_token_merge(e.token_merge);
+    enc->mutable_projector()->set_num_layers(e.projector_layers);
+  }
+  spec.mutable_placement()->set_kind(m.placement);
+  spec.mutable_placement()->mutable_optimus()->set_coarse_only(m.coarse_only);
+  spec.mutable_placement()->mutable_optimus()->set_max_splits_per_plan(m.max_splits);
+  return ls;
+}
+
+}  // namespace lacuna::placement::optimus::testing

@@ -1,0 +1,80 @@
+// Optimus, step 1: the LLM's own timeline, on which the bubble scheduler
+// places encoder kernels (docs/placements.md, "Optimus").
+//
+// The LLM-only program is simulated once (fold: one pipeline). For one
+// representative rank per pipeline stage the compute stream is read back:
+// every kernel's start and end, and every EventWait that blocked. The compute
+// stream idles only at blocked waits (records and waits take no time), so
+// these are exactly its bubbles:
+// - PRE: from 0 to the first kernel (DP parameter all-gather + PP warm-up);
+// - POST: from the final DP wait (the first OPTIMIZER_STEP op) to the
+//   optimizer kernel (PP cool-down + DP gradient reduce-scatter);
+// - in between, one bubble per run of consecutive waits (no record or kernel
+//   between them, so encoder work inserted before the run delays no
+//   communication), classified by the stream whose record released the
+//   longest wait of the run: PP (a pp receive), TP (TP / CP collective), DP.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/cost/cost_model.h"
+#include "sim/proto/program.pb.h"
+
+namespace lacuna::placement::optimus {
+
+enum class BubbleKind : uint8_t { kPre, kPost, kPp, kTp, kDp, kOther };
+const char* bubble_kind_name(BubbleKind kind);
+
+struct Bubble {
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+  // Compute-stream op index of the run's first wait: encoder work goes right
+  // before it (after the records that precede it).
+  int32_t position = 0;
+  BubbleKind kind = BubbleKind::kOther;
+  int64_t length() const { return end_ns - start_ns; }
+};
+
+struct StageTimeline {
+  int32_t rank = 0;            // the representative simulated for this stage
+  int32_t compute_stream = 0;  // index of "compute" in the stage's class
+  int32_t pre_position = 0;    // PRE encoder work goes before this op (0)
+  int64_t pre_end_ns = 0;      // the LLM's first kernel starts
+  int32_t post_position = 0;   // first OPTIMIZER_STEP op: the final DP wait, or the optimizer
+  int64_t post_start_ns = 0;   // the compute stream reaches post_position
+  int64_t post_end_ns = 0;     // the LLM optimizer kernel starts
+  int64_t optimizer_ns = 0;    // its duration
+  int64_t end_ns = 0;          // last op end of this rank, any stream
+  std::vector<Bubble> bubbles;  // steady-phase bubbles (PP / TP / DP / other), in time order
+  int64_t peak_activation_bytes = 0;  // running sum of the compute ops' memory deltas, maximum
+  int64_t kernels = 0;          // compute kernels of the stage (for reports)
+
+  // PRE + POST + steady bubbles.
+  int64_t bubble_ns() const;
+};
+
+struct LlmTimeline {
+  int64_t iteration_ns = 0;
+  int32_t microbatches = 0;
+  std::vector<StageTimeline> stages;  // by pipeline stage
+  // Dependency points on stage 0 (paper: F_i, B_i) per LLM microbatch i:
+  // forward of i on chunk 0 begins (its first kernel) and the last
+  // input-gradient kernel of its backward on chunk 0 ends (the gradient of the
+  // vision embeddings exists).
+  std::vector<int64_t> forward_start_ns;
+  std::vector<int64_t> backward_end_ns;
+  // Where the boundary wait goes (the first op of that forward pass) and
+  // where the gradient record goes (the op after that kernel).
+  std::vector<int32_t> forward_position;
+  std::vector<int32_t> backward_position;
+};
+
+// Simulates `llm` (an LLM-only program from compiler::compile) with fold and
+// reads the timeline. Throws lacuna::Error when the program lacks what the
+// scheduler needs (cp > 1, no optimizer step, a microbatch without a chunk-0
+// pass on stage 0).
+LlmTimeline llm_timeline(const ir::Program& llm, const cost::CostModel& cost);
+
+}  // namespace lacuna::placement::optimus
