@@ -308,6 +308,26 @@ std::vector<Variant> variants() {
                  s.spec.mutable_parallel()->set_ddp_bucket_size(1);
                  return s;
                }});
+  v.push_back({"more encoder pipelines than microbatches", [=] {
+                 SmallMllm m = base();
+                 m.llm.tp = 4;
+                 m.llm.dp = 1;
+                 m.llm.global_batch = 8;  // 4 microbatches, 8 encoder pipelines
+                 return with_layout(m, 1, 1, false);
+               }});
+  v.push_back({"two encoders over 4 stages, one with 2 layers", [=] {
+                 SmallMllm m = base();
+                 m.llm.pp = 4;
+                 m.llm.layers = 8;
+                 m.llm.dp = 1;
+                 m.llm.global_batch = 16;
+                 SmallEncoder second;
+                 second.layers = 2;
+                 second.hidden = 64;
+                 second.ffn = 256;
+                 m.encoders.push_back(second);
+                 return with_layout(m, 1, 4, false);
+               }});
   v.push_back({"no distributed optimizer", [=] {
                  SmallMllm m = base();
                  m.llm.distributed_optimizer = false;
