@@ -2,33 +2,13 @@
 
 #include <algorithm>
 
+#include "sim/compiler/segment_inputs.h"
 #include "sim/core/error.h"
 #include "sim/cost/memory.h"
 #include "sim/model/kernels.h"
 #include "sim/placement/class_edit.h"
 
 namespace lacuna::placement::hetero {
-namespace {
-
-cost::LayerActivationInputs activation_inputs(const model::LayerShape& s, scenario::Recompute recompute) {
-  cost::LayerActivationInputs a;
-  a.seq_length = s.seq_length;
-  a.micro_batch = s.micro_batch;
-  a.hidden = s.hidden;
-  a.num_heads = s.heads;
-  a.num_kv_heads = s.kv_heads;
-  a.ffn_hidden = s.ffn_hidden;
-  a.activation = s.activation;
-  a.parallel_attention_mlp = s.parallel_attention_mlp;
-  a.tp = s.tp;
-  a.cp = s.cp;
-  a.sequence_parallel = s.sequence_parallel;
-  a.recompute = recompute;
-  a.flash_attention = !s.unfused_attention;
-  return a;
-}
-
-}  // namespace
 
 // ---------------------------------------------------------------- ClassEditor
 
@@ -208,9 +188,9 @@ StageWork stage_work(const scenario::Scenario& spec, const EncoderPlan& enc, int
   w.layer_fwd = model::layer_forward(w.shape);
   if (!enc.frozen) {
     w.layer_bwd = model::layer_backward(w.shape, w.recompute);
-    w.layer_activation_bytes = cost::layer_activation_bytes(activation_inputs(w.shape, w.recompute));
+    w.layer_activation_bytes = cost::layer_activation_bytes(compiler::activation_inputs(w.shape, w.recompute));
     if (w.recompute == scenario::RECOMPUTE_FULL)
-      w.recompute_activation_bytes = cost::layer_activation_bytes(activation_inputs(w.shape, scenario::RECOMPUTE_NONE));
+      w.recompute_activation_bytes = cost::layer_activation_bytes(compiler::activation_inputs(w.shape, scenario::RECOMPUTE_NONE));
   }
   if (w.first_stage) {
     w.patch_fwd = model::patch_embedding_forward(w.shape);
