@@ -35,11 +35,21 @@ cost::GroupShape shape_of(const ir::Program& program, const ir::Group& group) {
 
 constexpr int64_t kMaxTimeNs = std::numeric_limits<int64_t>::max();
 
+// CommunicationModel tokens: the completion event's kind and index.
+uint64_t token_of(EngineEvent::Kind kind, uint32_t index) { return (uint64_t{kind} << 32) | index; }
+EngineEvent event_of(uint64_t token) {
+  return EngineEvent{static_cast<EngineEvent::Kind>(token >> 32), static_cast<uint32_t>(token)};
+}
+
 }  // namespace
 
 Simulator::Impl::Impl(const ir::Program& p, const cost::CostModel& cost, SimulationOptions o)
-    : program(p), options(o), comm_costs(cost) {
+    : program(p), options(o), comm_model(o.communication), slowdown(o.compute_slowdown_under_comm),
+      comm_costs(cost) {
   validate_program(p);
+  if (!(slowdown >= 0) || !std::isfinite(slowdown)) {
+    throw Error("compute_slowdown_under_comm must be a non-negative number, got " + std::to_string(slowdown));
+  }
   simulated = plan_simulated_ranks(p, o.fold);
   const size_t num_sim = simulated.ranks.size();
   std::vector<int32_t> sim_index(static_cast<size_t>(p.ranks_size()), -1);
@@ -160,6 +170,8 @@ void Simulator::Impl::reset() {
   last_end = TimeNs::zero();
   events = 0;
   ops_done = 0;
+  for (SimRank& r : ranks) r.comm_in_flight = 0;
+  if (comm_model != nullptr) comm_model->reset();
 }
 
 SimulationResult Simulator::Impl::run() {
@@ -233,10 +245,20 @@ void Simulator::Impl::advance(uint32_t sid) {
     st.ready = now;
     st.start = now;
     switch (op.kind) {
-      case OpKind::kCompute:
+      case OpKind::kCompute: {
         st.status = StreamStatus::kRunning;
-        schedule_completion(scaled_compute(rk, op.value), EngineEvent{EngineEvent::kOpDone, sid});
+        const TimeNs work = scaled_compute(rk, op.value);
+        if (slowdown == 0) {
+          schedule_completion(work, EngineEvent{EngineEvent::kOpDone, sid});
+          return;
+        }
+        st.work_left_ns = static_cast<double>(work.count());
+        st.work_since = now;
+        st.slowed = rk.comm_in_flight > 0;
+        st.compute_done =
+            schedule_completion(interfered_duration(st.work_left_ns, st.slowed), EngineEvent{EngineEvent::kOpDone, sid});
         return;
+      }
       case OpKind::kRecord: {
         const int64_t count = ++event_counts[rk.event_base + op.slot];
         WaitCause cause;
@@ -373,8 +395,11 @@ void Simulator::Impl::arrive_collective(uint32_t sid, const FlatOp& op) {
 void Simulator::Impl::begin_collective(uint32_t id, const FlatOp& op, const SimRank& rank) {
   CollectiveInstance& in = instances[id];
   TimeNs duration;
+  in.via_model = false;
   if (in.fixed_ns > 0) {
     duration = TimeNs(in.fixed_ns);
+  } else if (comm_model != nullptr) {
+    in.via_model = true;
   } else {
     const int32_t shape_id = groups[in.group].shape_id;
     int64_t& cached = classes[rank.cls].collective_ns[static_cast<size_t>(op.index) * shapes.size() + shape_id];
@@ -383,11 +408,26 @@ void Simulator::Impl::begin_collective(uint32_t id, const FlatOp& op, const SimR
   }
   in.start = now;
   for (uint32_t w : in.waiters) streams[w].start = now;
+  if (slowdown > 0) {
+    for (uint32_t w : in.waiters) comm_started_or_ended(streams[w].rank, +1);
+  }
+  if (in.via_model) {
+    comm_model->begin_collective(now, token_of(EngineEvent::kCollectiveDone, id), in.group, in.kind, in.bytes);
+    apply_comm_updates();
+    return;
+  }
   in.completion = schedule_completion(duration, EngineEvent{EngineEvent::kCollectiveDone, id});
 }
 
 void Simulator::Impl::complete_collective(uint32_t id) {
   CollectiveInstance& in = instances[id];
+  if (in.via_model) {
+    comm_model->end(now, token_of(EngineEvent::kCollectiveDone, id));
+    apply_comm_updates();
+  }
+  if (slowdown > 0) {
+    for (uint32_t w : in.waiters) comm_started_or_ended(streams[w].rank, -1);
+  }
   for (uint32_t w : in.waiters) {
     finish_op(w, now, nullptr);
     worklist.push_back(w);
@@ -433,7 +473,9 @@ void Simulator::Impl::begin_transfer(uint32_t send, uint32_t recv) {
   const FlatOp& ro = current_op(streams[recv]);
   if (so.tag != ro.tag || so.value != ro.value) throw_p2p_mismatch(send, recv);
   const bool same_node = ranks[streams[send].rank].node == ranks[streams[recv].rank].node;
-  const TimeNs duration = so.fixed_ns > 0 ? TimeNs(so.fixed_ns) : comm_costs.p2p(so.value, same_node);
+  const bool via_model = so.fixed_ns <= 0 && comm_model != nullptr;
+  const TimeNs duration =
+      so.fixed_ns > 0 ? TimeNs(so.fixed_ns) : (via_model ? TimeNs::zero() : comm_costs.p2p(so.value, same_node));
   uint32_t id;
   if (!free_transfers.empty()) {
     id = free_transfers.back();
@@ -447,12 +489,32 @@ void Simulator::Impl::begin_transfer(uint32_t send, uint32_t recv) {
   transfers[id].send = send;
   transfers[id].recv = recv;
   transfers[id].start = now;
+  transfers[id].via_model = via_model;
+  transfers[id].completion = EventId{};
+  if (slowdown > 0) {
+    comm_started_or_ended(streams[send].rank, +1);
+    comm_started_or_ended(streams[recv].rank, +1);
+  }
+  if (via_model) {
+    comm_model->begin_transfer(now, token_of(EngineEvent::kTransferDone, id), ranks[streams[send].rank].rank,
+                               ranks[streams[recv].rank].rank, so.value);
+    apply_comm_updates();
+    return;
+  }
   transfers[id].completion = schedule_completion(duration, EngineEvent{EngineEvent::kTransferDone, id});
 }
 
 void Simulator::Impl::complete_transfer(uint32_t id) {
   const Transfer t = transfers[id];
   free_transfers.push_back(id);
+  if (t.via_model) {
+    comm_model->end(now, token_of(EngineEvent::kTransferDone, id));
+    apply_comm_updates();
+  }
+  if (slowdown > 0) {
+    comm_started_or_ended(streams[t.send].rank, -1);
+    comm_started_or_ended(streams[t.recv].rank, -1);
+  }
   if (observers.empty()) {
     finish_op(t.send, now, nullptr);
     finish_op(t.recv, now, nullptr);
@@ -465,6 +527,55 @@ void Simulator::Impl::complete_transfer(uint32_t id) {
   }
   worklist.push_back(t.send);
   worklist.push_back(t.recv);
+}
+
+// ---------------------------------------------------------------- communication model, interference
+
+void Simulator::Impl::apply_comm_updates() {
+  for (const CompletionUpdate& u : comm_model->take_updates()) {
+    const EngineEvent ev = event_of(u.token);
+    EventId* completion = nullptr;
+    if (ev.kind == EngineEvent::kCollectiveDone && ev.index < instances.size()) {
+      completion = &instances[ev.index].completion;
+    } else if (ev.kind == EngineEvent::kTransferDone && ev.index < transfers.size()) {
+      completion = &transfers[ev.index].completion;
+    } else {
+      throw Error("communication model '" + std::string(comm_model->name()) + "' returned an unknown token " +
+                  std::to_string(u.token));
+    }
+    if (u.at < now) {
+      throw Error("communication model '" + std::string(comm_model->name()) + "' scheduled a completion at t = " +
+                  std::to_string(u.at.count()) + " ns, before the current time " + std::to_string(now.count()) + " ns");
+    }
+    queue.cancel(*completion);
+    *completion = schedule_completion(u.at - now, ev);
+  }
+}
+
+TimeNs Simulator::Impl::interfered_duration(double work_ns, bool slowed) const {
+  const double d = slowed ? work_ns * (1.0 + slowdown) : work_ns;
+  return TimeNs(static_cast<int64_t>(std::ceil(d)));
+}
+
+void Simulator::Impl::comm_started_or_ended(uint32_t rank, int delta) {
+  SimRank& rk = ranks[rank];
+  const bool was = rk.comm_in_flight > 0;
+  rk.comm_in_flight += delta;
+  const bool is = rk.comm_in_flight > 0;
+  if (was == is) return;
+  // Re-time the rank's running compute ops: the work done so far at the old
+  // speed, the rest at the new one.
+  for (uint32_t s = rk.stream_base; s < rk.stream_base + rk.num_streams; ++s) {
+    StreamState& st = streams[s];
+    if (st.status != StreamStatus::kRunning) continue;
+    const double elapsed = static_cast<double>((now - st.work_since).count());
+    st.work_left_ns = std::max(0.0, st.work_left_ns - (st.slowed ? elapsed / (1.0 + slowdown) : elapsed));
+    st.work_since = now;
+    st.slowed = is;
+    queue.cancel(st.compute_done);
+    st.compute_done = schedule_completion(interfered_duration(st.work_left_ns, st.slowed),
+                                          EngineEvent{EngineEvent::kOpDone, s});
+  }
 }
 
 // ---------------------------------------------------------------- public API

@@ -16,6 +16,7 @@
 #include "sim/core/error.h"
 #include "sim/core/units.h"
 #include "sim/cost/cost_model.h"
+#include "sim/engine/communication_model.h"
 #include "sim/engine/observer.h"
 #include "sim/proto/program.pb.h"
 
@@ -26,6 +27,13 @@ struct SimulationOptions {
   // same compute_time_scale, symmetric groups). A rank given its own class or
   // speed is simulated on its own.
   bool fold = false;
+  // Times collectives and transfers with contention (e.g. the flow-level
+  // network) instead of the CostModel's fixed durations. Not owned; must
+  // outlive run(). Ops with a fixed duration in the program keep it.
+  CommunicationModel* communication = nullptr;
+  // Compute ops run this much slower while an NCCL operation (collective or
+  // transfer) is in flight on the same rank: 0.1 = 10 % slower. 0 disables.
+  double compute_slowdown_under_comm = 0;
 };
 
 struct SimulationResult {

@@ -47,6 +47,13 @@ struct StreamState {
   TimeNs prev_ready;
   TimeNs prev_start;
   TimeNs prev_end;
+  // A compute op in flight under interference (compute_slowdown_under_comm
+  // > 0): its completion event, the work left at full speed as of
+  // `work_since`, and whether it currently runs slowed.
+  EventId compute_done;
+  double work_left_ns = 0;
+  TimeNs work_since;
+  bool slowed = false;
 };
 
 struct SimRank {
@@ -60,6 +67,7 @@ struct SimRank {
   uint32_t slot_base = 0;      // into Impl::slot_group / slot_counter
   uint32_t endpoint_base = 0;  // into Impl::endpoint_mailbox
   uint32_t num_streams = 0;
+  int32_t comm_in_flight = 0;  // collectives and transfers under way (interference)
 };
 
 // One collective of a group: members matched by issue order.
@@ -72,6 +80,7 @@ struct CollectiveInstance {
   uint32_t first = 0;  // stream of the first arrival (messages)
   int32_t arrived = 0;
   bool done = false;
+  bool via_model = false;  // timed by the CommunicationModel
   TimeNs start;
   EventId completion;
   std::vector<uint32_t> waiters;  // streams; capacity kept across reuse
@@ -104,6 +113,7 @@ struct Mailbox {
 struct Transfer {
   uint32_t send = 0;  // streams
   uint32_t recv = 0;
+  bool via_model = false;  // timed by the CommunicationModel
   TimeNs start;
   EventId completion;
 };
@@ -131,6 +141,11 @@ struct Simulator::Impl {
   void begin_transfer(uint32_t send, uint32_t recv);
   void complete_transfer(uint32_t transfer);
   uint32_t new_instance(int32_t group, uint64_t seq);
+  // CommunicationModel: (re)schedule completions it decided.
+  void apply_comm_updates();
+  // Interference: a rank's in-flight communication count changes by `delta`.
+  void comm_started_or_ended(uint32_t rank, int delta);
+  TimeNs interfered_duration(double work_ns, bool slowed) const;
 
   // Messages (blocked_ops.cpp).
   std::string where(uint32_t stream) const;
@@ -146,6 +161,8 @@ struct Simulator::Impl {
 
   const ir::Program& program;
   SimulationOptions options;
+  CommunicationModel* comm_model = nullptr;  // options.communication
+  double slowdown = 0;                       // options.compute_slowdown_under_comm
   std::vector<Observer*> observers;
   SimulatedSet simulated;
   CommCostCache comm_costs;
