@@ -77,6 +77,16 @@ class Checker {
          "set it to one of " + valid);
   }
 
+  // An enum whose zero value means "automatic": any known value passes.
+  template <class E>
+  void enumeration_or_unset(const std::string& path, E value) const {
+    const auto* d = google::protobuf::GetEnumDescriptor<E>();
+    if (d->FindValueByNumber(static_cast<int>(value)) != nullptr) return;
+    std::string valid;
+    for (int i = 0; i < d->value_count(); ++i) valid += (valid.empty() ? "" : ", ") + d->value(i)->name();
+    fail(path, "has no value " + std::to_string(static_cast<int>(value)), "set it to one of " + valid);
+  }
+
   static std::string fmt(double v) {
     char buf[64];
     std::snprintf(buf, sizeof buf, "%g", v);

@@ -145,6 +145,26 @@ void validate_cluster(const Scenario& spec, const Checker& c) {
   c.count("cluster.nics_per_node", cl.nics_per_node(), Limits::kGpusPerNode);
   need("cluster.topology", cl.has_topology());
   c.enumeration("cluster.topology", cl.topology());
+
+  // The flow-level network's fabric (its presets are applied and its preset
+  // names checked when the network model is built, sim/network).
+  const NetworkSpec& net = cl.network();
+  for (int i = 0; i < net.tiers_size(); ++i) {
+    const SwitchTier& t = net.tiers(i);
+    const std::string p = "cluster.network.tiers[" + std::to_string(i) + "]";
+    if (t.has_children()) c.count(p + ".children", t.children(), Limits::kGpus, "the number of nodes (first tier) or switch groups under one switch");
+    if (t.has_oversubscription()) {
+      c.real(p + ".oversubscription", t.oversubscription(), 1e3, false);
+      if (t.oversubscription() < 1)
+        c.fail(p + ".oversubscription", "must be ≥ 1 (downlink : uplink bandwidth), got " + Checker::fmt(t.oversubscription()),
+               "use 1 for a non-blocking tier, 2 for 2:1, ...");
+    }
+    if (t.has_latency_us()) c.real(p + ".latency_us", t.latency_us(), 1e6, true);
+  }
+  c.enumeration_or_unset("cluster.network.algorithm", net.algorithm());
+  c.enumeration_or_unset("cluster.network.protocol", net.protocol());
+  if (net.has_compute_slowdown_under_comm())
+    c.real("cluster.network.compute_slowdown_under_comm", net.compute_slowdown_under_comm(), 10, true);
 }
 
 namespace {

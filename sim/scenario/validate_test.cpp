@@ -51,6 +51,15 @@ TEST_P(ValidationRule, ReportsFieldMessageAndLine) {
 }
 
 const Case kCases[] = {
+    {"network_oversubscription_below_one", kGpt3, "preset: \"h100-sxm\"\n",
+     "preset: \"h100-sxm\"\n  network { tiers { name: \"tor\" children: 32 oversubscription: 0.5 } }\n",
+     "cluster.network.tiers[0].oversubscription", "must be ≥ 1", "oversubscription: 0.5"},
+    {"network_children_zero", kGpt3, "preset: \"h100-sxm\"\n",
+     "preset: \"h100-sxm\"\n  network { tiers { name: \"tor\" children: 0 } }\n",
+     "cluster.network.tiers[0].children", "must be a positive integer", "children: 0"},
+    {"network_negative_slowdown", kGpt3, "preset: \"h100-sxm\"\n",
+     "preset: \"h100-sxm\"\n  network { compute_slowdown_under_comm: -0.2 }\n",
+     "cluster.network.compute_slowdown_under_comm", "must be ≥ 0", "compute_slowdown_under_comm"},
     {"tp_divides_heads", kLlama, "tp: 8\n", "tp: 6\n", "parallel.tp", "tp=6 must divide attention heads (64)"},
     {"tp_divides_kv_heads", kLlama, "tp: 8\n", "tp: 16\n", "parallel.tp", "tp=16 must divide kv heads (8)"},
     {"tp_divides_ffn", kSmall, "ffn_hidden_size: 8192", "ffn_hidden_size: 8191", "parallel.tp",
