@@ -7,6 +7,7 @@
 #include "sim/cost/cost_model.h"
 #include "sim/engine/simulator.h"
 #include "sim/report/bubble_accounting.h"
+#include "sim/report/comm_accounting.h"
 #include "sim/report/json_report.h"
 #include "sim/report/pipeline_svg.h"
 #include "sim/report/summary.h"
@@ -88,8 +89,10 @@ TEST(ReportOnEngine, CompiledScenarioFullAndFoldedAgree) {
   auto run = [&](bool fold) {
     engine::Simulator sim(program, *cost, engine::SimulationOptions{.fold = fold});
     BubbleAccounting acc;
+    CommAccounting comm;
     PipelineSvg svg(program, parse_rank_spec("pipeline"));
     sim.add_observer(&acc);
+    sim.add_observer(&comm);
     sim.add_observer(&svg);
     const auto result = sim.run();
     EXPECT_EQ(acc.iteration_time(), result.end_time);
@@ -99,7 +102,10 @@ TEST(ReportOnEngine, CompiledScenarioFullAndFoldedAgree) {
       EXPECT_GT(r.peak_memory, r.baseline_memory) << "activations come and go";
     }
     EXPECT_EQ(svg.drawn_ranks().size(), static_cast<size_t>(program.info().pp()));
-    return summarize(program, acc, std::string(cost->name()), fold);
+    Summary s = summarize(program, acc, std::string(cost->name()), fold);
+    s.comm = comm.summary();
+    s.links = analytic_links();
+    return s;
   };
   const Summary full = run(false);
   const Summary folded = run(true);
@@ -114,7 +120,30 @@ TEST(ReportOnEngine, CompiledScenarioFullAndFoldedAgree) {
   EXPECT_GT(full.bubbles[static_cast<int>(Bubble::kTpExposed)].max, 0) << "TP 2 with sequence parallelism";
   EXPECT_GT(full.bubbles[static_cast<int>(Bubble::kPpWarmup)].max, 0) << "PP 2";
 
+  // Achieved bandwidth: the same per rank whether folded or not (the ranks
+  // are symmetric); TP collectives and pipeline transfers are there.
+  ASSERT_TRUE(full.comm && folded.comm);
+  EXPECT_TRUE(folded.comm->folded);
+  ASSERT_EQ(full.comm->rows.size(), folded.comm->rows.size());
+  bool tp = false, pp = false;
+  for (size_t i = 0; i < full.comm->rows.size(); ++i) {
+    const CommRow& a = full.comm->rows[i];
+    const CommRow& b = folded.comm->rows[i];
+    SCOPED_TRACE(std::string(a.group) + " " + std::string(a.op));
+    EXPECT_EQ(a.group, b.group);
+    EXPECT_EQ(a.op, b.op);
+    EXPECT_DOUBLE_EQ(a.ops_per_rank(), b.ops_per_rank());
+    EXPECT_NEAR(a.mean_busbw(), b.mean_busbw(), 1e-9 * a.mean_busbw());
+    EXPECT_GT(a.mean_busbw(), 0.0);
+    EXPECT_LE(a.min_busbw, a.mean_busbw() * (1 + 1e-12));
+    tp = tp || a.group == "tp";
+    pp = pp || (a.group == "pp" && a.op == "send_recv");
+  }
+  EXPECT_TRUE(tp);
+  EXPECT_TRUE(pp);
+
   const auto j = nlohmann::json::parse(summary_json(full));
+  EXPECT_EQ(j["comm"]["collectives"].size(), full.comm->rows.size());
   EXPECT_EQ(j["ranks"].size(), static_cast<size_t>(program.ranks_size()));
   EXPECT_EQ(summary_json(full), summary_json(run(false))) << "deterministic";
 }

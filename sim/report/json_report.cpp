@@ -4,6 +4,7 @@
 
 #include "sim/report/json_util.h"
 #include "sim/report/names.h"
+#include "sim/report/network_report.h"
 
 namespace lacuna::report {
 
@@ -172,6 +173,9 @@ std::string summary_json(const Summary& s) {
   memory["worst_rank"] = s.peak_memory.worst_rank;
   memory["over_capacity_ranks"] = s.over_capacity_ranks;
   top["peak_memory"] = std::move(memory);
+  // Network outputs, only when the caller filled them (docs/_draft_outputs_network.md).
+  if (s.comm) top["comm"] = comm_json(*s.comm);
+  if (s.links) top["links"] = links_json(*s.links);
 
   std::string ranks = "[";
   for (size_t i = 0; i < s.ranks.size(); ++i) {

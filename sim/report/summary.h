@@ -4,12 +4,15 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "sim/core/units.h"
 #include "sim/proto/program.pb.h"
 #include "sim/report/bubble_accounting.h"
+#include "sim/report/comm_accounting.h"
+#include "sim/report/link_summary.h"
 
 namespace lacuna::report {
 
@@ -46,6 +49,12 @@ struct Summary {
   Stats peak_memory;                         // bytes
   Bytes memory_capacity;                     // 0: unknown
   int32_t over_capacity_ranks = 0;           // ranks of the job (represented ones included)
+
+  // Network outputs, set by the caller after summarize() (unset: the reports
+  // leave the sections out): achieved bandwidth per collective kind
+  // (CommAccounting) and the busiest links (summarize_links / analytic_links).
+  std::optional<CommSummary> comm;
+  std::optional<LinkSummary> links;
 
   // A multimodal program (ProgramInfo.modules non-empty): the reports add the
   // placement, the modules, encoder compute and the boundary / encoder-comm

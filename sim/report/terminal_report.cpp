@@ -6,6 +6,7 @@
 
 #include "sim/report/format.h"
 #include "sim/report/names.h"
+#include "sim/report/network_report.h"
 
 namespace lacuna::report {
 
@@ -157,6 +158,11 @@ std::string format_summary(const Summary& s, const RunStats& run) {
   } else {
     row(out, "HBM capacity", "unknown");
   }
+
+  // Network sections only when the caller filled them (additive: the rest of
+  // the table keeps its form).
+  if (s.comm) out += format_comm(*s.comm);
+  if (s.links) out += format_links(*s.links);
 
   out += "\n";
   row(out, "cost model", s.cost_model);

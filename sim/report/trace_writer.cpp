@@ -63,13 +63,21 @@ std::string op_name(const ir::Program& program, int32_t rank, const ir::Op& op) 
 }
 
 TraceWriter::TraceWriter(const ir::Program& program, const std::string& path, RankSpec spec)
-    : program_(program), spec_(std::move(spec)), file_(path) {}
+    : program_(program),
+      spec_(std::move(spec)),
+      file_(path),
+      link_counters_([this](std::string_view event) { emit(event); }) {}
 
 TraceWriter::~TraceWriter() = default;
 
 void TraceWriter::event_prefix() {
   std::fputs(first_event_ ? "\n" : ",\n", file_.handle());
   first_event_ = false;
+}
+
+void TraceWriter::emit(std::string_view event) {
+  event_prefix();
+  std::fwrite(event.data(), 1, event.size(), file_.handle());
 }
 
 void TraceWriter::on_run_begin(const engine::RunInfo& info) {
@@ -113,6 +121,11 @@ void TraceWriter::on_run_begin(const engine::RunInfo& info) {
     fmt::print(f, "{{\"ph\":\"C\",\"name\":\"memory\",\"pid\":{},\"ts\":0.000,\"args\":{{\"bytes\":{}}}}}", rank,
                memory_[i]);
   }
+  // Link counters: a process after the ranks (pid = number of ranks, which no
+  // rank has), for the nodes of the traced ranks.
+  std::vector<int32_t> nodes;
+  for (int32_t rank : traced_) nodes.push_back(program_.ranks(rank).node());
+  link_counters_.begin(program_.ranks_size(), static_cast<int32_t>(traced_.size()), std::move(nodes));
 }
 
 void TraceWriter::on_op_end(const engine::OpSpan& span) {
@@ -179,6 +192,7 @@ void TraceWriter::on_transfer(const engine::OpSpan& send, const engine::OpSpan& 
 }
 
 void TraceWriter::on_run_end(TimeNs end) {
+  link_counters_.finish();
   fmt::print(file_.handle(),
              "\n],\"otherData\":{{\"scenario\":{},\"iteration_time_ns\":{},\"traced_ranks\":{},\"rank_selection\":{}}}}}\n",
              json_quoted(program_.info().scenario_name()), end.count(), traced_.size(), json_quoted(spec_.text));

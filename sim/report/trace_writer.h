@@ -2,18 +2,22 @@
 // into a temporary file that only appears under its name on commit(), after the
 // run succeeded. Layout (docs/outputs.md): one process per traced rank, one
 // thread per stream, "X" slices in µs with exact ns decimals, flow arrows from
-// each send to its recv, a memory counter per rank. Event records and waits
-// are not drawn.
+// each send to its recv, a memory counter per rank, and (flow network only)
+// link utilisation counters under a "network" process (link_counter_trace.h).
+// Event records and waits are not drawn.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "sim/core/atomic_file.h"
 #include "sim/engine/observer.h"
+#include "sim/network/link_observer.h"
 #include "sim/proto/program.pb.h"
+#include "sim/report/link_counter_trace.h"
 #include "sim/report/rank_spec.h"
 
 namespace lacuna::report {
@@ -37,9 +41,14 @@ class TraceWriter : public engine::Observer {
   void commit();
   const std::vector<int32_t>& traced_ranks() const { return traced_; }
   const std::string& path() const { return file_.path(); }
+  // Register with the flow network (FlowCommModel::add_link_observer) to draw
+  // link utilisation; the pointer lives as long as this writer.
+  network::LinkObserver* link_observer() { return &link_counters_; }
+  const LinkCounterTrace& link_counters() const { return link_counters_; }
 
  private:
   void event_prefix();
+  void emit(std::string_view event);
 
   const ir::Program& program_;
   RankSpec spec_;
@@ -48,6 +57,7 @@ class TraceWriter : public engine::Observer {
   std::vector<int32_t> slot_of_rank_;    // global rank → index into traced_, -1 if not drawn
   std::vector<int64_t> memory_;          // per traced rank, running bytes
   std::vector<std::string> slot_names_;  // group slot names, JSON-escaped
+  LinkCounterTrace link_counters_;
   uint64_t next_flow_ = 1;
   bool first_event_ = true;
   bool finished_ = false;
