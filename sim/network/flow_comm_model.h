@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "sim/engine/communication_model.h"
+#include "sim/network/fluid.h"
 #include "sim/network/link_observer.h"
 #include "sim/proto/program.pb.h"
 
@@ -39,6 +40,12 @@ class FlowCommModel : public engine::CommunicationModel {
   std::vector<LinkStats> link_stats(TimeNs iteration_end) const;
   // cluster.network.compute_slowdown_under_comm after presets (e.g. 0.1).
   double compute_slowdown_under_comm() const;
+
+  // Added beyond the engine contract:
+  // cluster.network after presets (tiers, overrides, slowdown).
+  const scenario::NetworkSpec& network() const;
+  // What the fluid solver did in the current run (for benchmarks and reports).
+  const FluidNetwork::Counters& solver_counters() const;
 
  private:
   struct Impl;

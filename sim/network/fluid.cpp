@@ -1,0 +1,301 @@
+#include "sim/network/fluid.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace lacuna::network {
+namespace {
+
+// Two rates closer than this (relatively) are the same answer: the activity
+// keeps its rate and its finish, and nobody is told.
+constexpr double kSameRate = 1e-12;
+// Links whose fair level is within this of the minimum saturate together.
+constexpr double kSameLevel = 1e-9;
+// Predicted finishes are capped here rather than overflowing.
+constexpr double kMaxNs = 4e18;
+
+}  // namespace
+
+FluidNetwork::FluidNetwork(std::vector<double> capacity, std::vector<uint8_t> binding) {
+  links_.resize(capacity.size());
+  for (size_t i = 0; i < capacity.size(); ++i) {
+    links_[i].capacity = capacity[i];
+    links_[i].binding = i < binding.size() ? binding[i] != 0 : true;
+  }
+}
+
+void FluidNetwork::clear() {
+  for (Link& l : links_) {
+    l.members.clear();
+    l.count = 0;
+    l.load = 0;
+  }
+  for (Flow& f : flows_) f.attached = false;
+  free_ids_.clear();
+  for (size_t i = flows_.size(); i > 0; --i) free_ids_.push_back(static_cast<FlowId>(i - 1));
+  active_ = 0;
+  rescheduled_.clear();
+  changed_links_.clear();
+  overhangs_.clear();
+  counters_ = {};
+}
+
+void FluidNetwork::begin_call() {
+  ++call_epoch_;
+  rescheduled_.clear();
+  changed_links_.clear();
+  overhangs_.clear();
+}
+
+void FluidNetwork::note_changed(LinkId link) {
+  Link& l = links_[link];
+  if (l.changed_mark == call_epoch_) return;
+  l.changed_mark = call_epoch_;
+  changed_links_.push_back(link);
+}
+
+void FluidNetwork::add_load(const Flow& f, double delta_rate) {
+  if (delta_rate == 0) return;
+  for (const Usage& u : f.usage) {
+    Link& l = links_[u.link];
+    l.load = l.count == 0 ? 0.0 : std::max(0.0, l.load + u.coefficient * delta_rate);
+    note_changed(u.link);
+  }
+}
+
+void FluidNetwork::attach(FlowId id) {
+  Flow& f = flows_[id];
+  f.slot.resize(f.usage.size());
+  for (uint32_t i = 0; i < f.usage.size(); ++i) {
+    Link& l = links_[f.usage[i].link];
+    ++l.count;
+    if (l.binding) {
+      f.slot[i] = static_cast<uint32_t>(l.members.size());
+      l.members.push_back(Member{id, i});
+    }
+  }
+  f.attached = true;
+}
+
+void FluidNetwork::detach(FlowId id, TimeNs now) {
+  Flow& f = flows_[id];
+  if (f.finish < now && f.rate > 0) overhangs_.push_back(Overhang{id, f.rate, now - f.finish});
+  for (uint32_t i = 0; i < f.usage.size(); ++i) {
+    const Usage& u = f.usage[i];
+    Link& l = links_[u.link];
+    --l.count;
+    l.load = l.count == 0 ? 0.0 : std::max(0.0, l.load - u.coefficient * f.rate);
+    if (f.rate != 0) note_changed(u.link);
+    if (l.binding) {
+      const uint32_t s = f.slot[i];
+      const Member last = l.members.back();
+      l.members[s] = last;
+      flows_[last.flow].slot[last.entry] = s;
+      l.members.pop_back();
+    }
+  }
+  f.attached = false;
+  f.rate = 0;
+}
+
+void FluidNetwork::set_rate(TimeNs now, Flow& f, double rate) {
+  const double elapsed = static_cast<double>((now - f.since).count()) * 1e-9;
+  f.remaining = std::max(0.0, f.remaining - f.rate * elapsed);
+  f.since = now;
+  if (!std::isfinite(rate)) {  // no binding link: nothing limits it
+    add_load(f, -f.rate);
+    f.rate = 0;
+    f.remaining = 0;
+    f.finish = now;
+    return;
+  }
+  add_load(f, rate - f.rate);
+  f.rate = rate;
+  const double ns = std::ceil(f.remaining / rate * 1e9);
+  f.finish = now + TimeNs(static_cast<int64_t>(std::min(ns, kMaxNs)));
+}
+
+FlowId FluidNetwork::add(TimeNs now, double work, std::span<const Usage> usage) {
+  begin_call();
+  ++counters_.adds;
+  FlowId id;
+  if (!free_ids_.empty()) {
+    id = free_ids_.back();
+    free_ids_.pop_back();
+  } else {
+    id = static_cast<FlowId>(flows_.size());
+    flows_.emplace_back();
+  }
+  Flow& f = flows_[id];
+  f.usage = usage;
+  f.remaining = std::max(0.0, work);
+  f.since = now;
+  f.rate = 0;
+  f.finish = now;
+  f.mark = 0;
+  f.fresh = true;
+  attach(id);
+  ++active_;
+
+  // Alone on every binding link: its rate is its own bottleneck.
+  bool alone = true;
+  double rate = std::numeric_limits<double>::infinity();
+  for (const Usage& u : usage) {
+    const Link& l = links_[u.link];
+    if (!l.binding) continue;
+    if (l.members.size() != 1) {
+      alone = false;
+      break;
+    }
+    rate = std::min(rate, l.capacity / u.coefficient);
+  }
+  if (alone) {
+    ++counters_.trivial;
+    set_rate(now, f, rate);
+    f.fresh = false;
+    rescheduled_.push_back(id);
+    return id;
+  }
+  solve_from(now, usage);
+  return id;
+}
+
+void FluidNetwork::remove(TimeNs now, FlowId id) {
+  begin_call();
+  ++counters_.removes;
+  Flow& f = flows_[id];
+  const bool was_attached = f.attached;
+  if (was_attached) detach(id, now);
+  --active_;
+  free_ids_.push_back(id);
+  if (!was_attached) return;
+  bool anyone_left = false;
+  for (const Usage& u : f.usage) anyone_left = anyone_left || (links_[u.link].binding && !links_[u.link].members.empty());
+  if (!anyone_left) {
+    ++counters_.trivial;
+    return;
+  }
+  solve_from(now, f.usage);
+}
+
+void FluidNetwork::solve_from(TimeNs now, std::span<const Usage> seeds) {
+  ++solve_epoch_;
+  stack_.clear();
+  comp_links_.clear();
+  comp_flows_.clear();
+  finished_.clear();
+  for (const Usage& u : seeds) {
+    Link& l = links_[u.link];
+    if (l.binding && l.mark != solve_epoch_) {
+      l.mark = solve_epoch_;
+      stack_.push_back(u.link);
+    }
+  }
+  collect(now);
+  for (FlowId id : finished_) detach(id, now);
+  ++counters_.solves;
+  counters_.solved_flows += comp_flows_.size();
+  counters_.solved_links += comp_links_.size();
+  progressive_filling();
+  apply_rates(now);
+}
+
+void FluidNetwork::collect(TimeNs now) {
+  while (!stack_.empty()) {
+    const LinkId id = stack_.back();
+    stack_.pop_back();
+    comp_links_.push_back(id);
+    for (const Member& m : links_[id].members) {
+      Flow& f = flows_[m.flow];
+      if (f.mark == solve_epoch_) continue;
+      f.mark = solve_epoch_;
+      // Its fluid part is over (only its latency remains): it stops taking
+      // bandwidth now, and what it leaves is re-solved with the rest.
+      if (!f.fresh && f.finish <= now) {
+        finished_.push_back(m.flow);
+      } else {
+        comp_flows_.push_back(m.flow);
+      }
+      for (const Usage& u : f.usage) {
+        Link& l = links_[u.link];
+        if (l.binding && l.mark != solve_epoch_) {
+          l.mark = solve_epoch_;
+          stack_.push_back(u.link);
+        }
+      }
+    }
+  }
+}
+
+void FluidNetwork::progressive_filling() {
+  for (LinkId id : comp_links_) {
+    Link& l = links_[id];
+    l.remaining = l.capacity;
+    l.weight = 0;
+    l.unfrozen = 0;
+  }
+  for (FlowId id : comp_flows_) {
+    Flow& f = flows_[id];
+    f.frozen = false;
+    for (const Usage& u : f.usage) {
+      Link& l = links_[u.link];
+      if (!l.binding) continue;
+      l.weight += u.coefficient;
+      ++l.unfrozen;
+    }
+  }
+  active_links_.clear();
+  for (LinkId id : comp_links_) {
+    if (links_[id].unfrozen > 0) active_links_.push_back(id);
+  }
+  size_t unfrozen = comp_flows_.size();
+  while (unfrozen > 0 && !active_links_.empty()) {
+    ++counters_.rounds;
+    // Every unfrozen activity runs at the same rate; the next link to fill
+    // sets it.
+    double level = std::numeric_limits<double>::infinity();
+    for (LinkId id : active_links_) {
+      const Link& l = links_[id];
+      level = std::min(level, std::max(0.0, l.remaining) / l.weight);
+    }
+    const double threshold = level * (1.0 + kSameLevel);
+    for (LinkId id : active_links_) {
+      Link& l = links_[id];
+      if (l.unfrozen == 0 || std::max(0.0, l.remaining) / l.weight > threshold) continue;
+      for (const Member& m : l.members) {
+        Flow& f = flows_[m.flow];
+        if (f.frozen) continue;
+        f.frozen = true;
+        f.new_rate = level;
+        --unfrozen;
+        for (const Usage& u : f.usage) {
+          Link& k = links_[u.link];
+          if (!k.binding) continue;
+          k.remaining -= u.coefficient * level;
+          k.weight -= u.coefficient;
+          --k.unfrozen;
+        }
+      }
+    }
+    size_t kept = 0;
+    for (LinkId id : active_links_) {
+      if (links_[id].unfrozen > 0) active_links_[kept++] = id;
+    }
+    active_links_.resize(kept);
+  }
+}
+
+void FluidNetwork::apply_rates(TimeNs now) {
+  for (FlowId id : comp_flows_) {
+    Flow& f = flows_[id];
+    const bool same = !f.fresh && std::abs(f.new_rate - f.rate) <= kSameRate * std::max(f.new_rate, f.rate);
+    if (same) continue;
+    const TimeNs before = f.finish;
+    set_rate(now, f, f.new_rate);
+    if (f.fresh || f.finish != before) rescheduled_.push_back(id);
+    f.fresh = false;
+  }
+}
+
+}  // namespace lacuna::network

@@ -1,0 +1,152 @@
+// A fluid (flow-level) network: activities with remaining work in bytes, each
+// consuming coefficient × rate on every link of its usage vector, share link
+// capacity by weighted max-min fairness, solved by progressive filling (the
+// idea of SimGrid's LMM solver). Rates change only when an activity starts or
+// ends, and only inside the connected component (links ↔ activities) that the
+// change touches: max-min fairness decomposes over components, so activities
+// elsewhere keep their rates and their predicted finish times.
+//
+// Remaining work is kept lazily: the amount at the last rate change and that
+// time. Predicted finish = ceil to an integer nanosecond. An activity whose
+// fluid part has finished (finish ≤ now) but that has not been removed yet
+// (its owner adds a latency after it) is detached from its links the first
+// time a re-solve reaches it, so it stops taking bandwidth.
+//
+// Deterministic: component discovery follows member lists whose order depends
+// only on the sequence of calls; ties between links are broken by the order
+// they were reached. No allocation per call once buffers reached their peak.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "sim/core/units.h"
+#include "sim/network/link_observer.h"
+
+namespace lacuna::network {
+
+using FlowId = uint32_t;
+
+// The activity consumes `coefficient` × its rate on `link`.
+struct Usage {
+  LinkId link = 0;
+  double coefficient = 0;
+};
+
+class FluidNetwork {
+ public:
+  // Per link: capacity in bytes/s (> 0) and whether it can constrain (see
+  // Topology::binding; non-binding links only carry load).
+  FluidNetwork(std::vector<double> capacity, std::vector<uint8_t> binding);
+
+  // Drops every activity (a new run).
+  void clear();
+
+  // Starts an activity of `work` bytes. `usage` (one entry per link, each
+  // coefficient > 0) must stay valid until remove(). Re-solves its component.
+  FlowId add(TimeNs now, double work, std::span<const Usage> usage);
+  // Ends an activity (detaching it first if it is still attached) and
+  // re-solves what it leaves behind. Its id may be reused afterwards.
+  void remove(TimeNs now, FlowId id);
+
+  // Activities whose predicted finish changed in the last add/remove (the
+  // added one included), in the order the re-solve reached them.
+  std::span<const FlowId> rescheduled() const { return rescheduled_; }
+  // Links whose load changed in the last add/remove (each once).
+  std::span<const LinkId> changed_links() const { return changed_links_; }
+  // Activities detached in the last add/remove after their fluid part had
+  // finished: their load stayed on the links from `finish` to the detach
+  // without moving bytes (statistics subtract it).
+  struct Overhang {
+    FlowId flow = 0;
+    double rate = 0;
+    TimeNs held;  // detach time − finish
+  };
+  std::span<const Overhang> overhangs() const { return overhangs_; }
+  std::span<const Usage> usage(FlowId id) const { return flows_[id].usage; }
+
+  TimeNs finish(FlowId id) const { return flows_[id].finish; }
+  double rate(FlowId id) const { return flows_[id].rate; }
+  bool attached(FlowId id) const { return flows_[id].attached; }
+  // Bytes/s currently carried: sum of coefficient × rate of attached activities.
+  double load(LinkId link) const { return links_[link].load; }
+  double capacity(LinkId link) const { return links_[link].capacity; }
+  size_t num_links() const { return links_.size(); }
+  size_t active_flows() const { return active_; }
+
+  struct Counters {
+    uint64_t adds = 0;
+    uint64_t removes = 0;
+    uint64_t trivial = 0;         // changes resolved without a component solve
+    uint64_t solves = 0;          // component solves
+    uint64_t solved_flows = 0;    // activities over all component solves
+    uint64_t solved_links = 0;    // binding links over all component solves
+    uint64_t rounds = 0;          // progressive-filling rounds
+  };
+  const Counters& counters() const { return counters_; }
+
+ private:
+  struct Flow {
+    std::span<const Usage> usage;
+    std::vector<uint32_t> slot;  // per usage entry: index in the link's members (binding links)
+    double remaining = 0;        // bytes at `since`
+    TimeNs since;
+    double rate = 0;
+    double new_rate = 0;
+    TimeNs finish;
+    uint32_t mark = 0;  // solve epoch it was reached in
+    bool attached = false;
+    bool frozen = false;
+    bool fresh = false;  // added by this call: always rescheduled
+  };
+  struct Member {
+    FlowId flow = 0;
+    uint32_t entry = 0;  // index in the flow's usage
+  };
+  struct Link {
+    double capacity = 0;
+    bool binding = true;
+    std::vector<Member> members;  // attached activities (binding links only)
+    uint32_t count = 0;           // attached activities (every link)
+    double load = 0;
+    uint32_t mark = 0;          // solve epoch it was reached in
+    uint32_t changed_mark = 0;  // call epoch it was reported in
+    // Progressive-filling scratch.
+    double remaining = 0;
+    double weight = 0;
+    uint32_t unfrozen = 0;
+  };
+
+  void begin_call();
+  void attach(FlowId id);
+  void detach(FlowId id, TimeNs now);
+  void add_load(const Flow& f, double delta_rate);
+  void note_changed(LinkId link);
+  // Collects the component(s) reachable from the binding links of `seeds`,
+  // detaching activities whose fluid part has finished, then solves it.
+  void solve_from(TimeNs now, std::span<const Usage> seeds);
+  void collect(TimeNs now);
+  void progressive_filling();
+  void apply_rates(TimeNs now);
+  void set_rate(TimeNs now, Flow& f, double rate);
+
+  std::vector<Flow> flows_;
+  std::vector<FlowId> free_ids_;
+  std::vector<Link> links_;
+  size_t active_ = 0;
+  uint32_t solve_epoch_ = 0;
+  uint32_t call_epoch_ = 0;
+  // Scratch, reused.
+  std::vector<LinkId> stack_;
+  std::vector<LinkId> comp_links_;
+  std::vector<LinkId> active_links_;
+  std::vector<FlowId> comp_flows_;
+  std::vector<FlowId> finished_;
+  std::vector<FlowId> rescheduled_;
+  std::vector<LinkId> changed_links_;
+  std::vector<Overhang> overhangs_;
+  Counters counters_;
+};
+
+}  // namespace lacuna::network
