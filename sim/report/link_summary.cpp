@@ -30,6 +30,9 @@ LinkSummary summarize_links(const std::vector<network::LinkInfo>& links,
   }
   // Sorted here, whatever order the model used, so the output is deterministic.
   std::sort(rows.begin(), rows.end(), [](const LinkRow& a, const LinkRow& b) {
+    // Busiest = highest mean utilisation: a spine trunk moving the most bytes
+    // at 2 % of its capacity matters less than a NIC near saturation.
+    if (a.mean_utilisation != b.mean_utilisation) return a.mean_utilisation > b.mean_utilisation;
     return a.bytes != b.bytes ? a.bytes > b.bytes : a.link < b.link;
   });
   s.links_with_traffic = rows.size();

@@ -29,7 +29,7 @@ struct LinkSummary {
   bool modelled = false;            // false: analytic network, no per-link model
   size_t links = 0;                 // links of the topology
   size_t links_with_traffic = 0;    // links that carried any bytes
-  std::vector<LinkRow> busiest;     // most bytes first (ties: lower LinkId)
+  std::vector<LinkRow> busiest;     // highest mean utilisation first (ties: more bytes, then lower LinkId)
 };
 
 inline constexpr size_t kBusiestLinks = 10;
@@ -37,7 +37,7 @@ inline constexpr size_t kBusiestLinks = 10;
 // "nvlink_up", "nvlink_down", "nic_up", "nic_down", "trunk_up", "trunk_down".
 std::string_view link_kind_key(network::LinkKind kind);
 
-// The `top` links with the most bytes. Stats naming a link outside `links`
+// The `top` links with the highest mean utilisation. Stats naming a link outside `links`
 // are ignored; links that carried nothing are never listed.
 LinkSummary summarize_links(const std::vector<network::LinkInfo>& links,
                             const std::vector<network::LinkStats>& stats, size_t top = kBusiestLinks);

@@ -46,7 +46,7 @@ std::vector<LinkStats> synthetic_stats() {
   return stats;
 }
 
-TEST(LinkSummary, TopTenByBytesWithTiesByLinkId) {
+TEST(LinkSummary, TopTenByUtilisationWithTiesByBytesThenLinkId) {
   const LinkSummary s = summarize_links(synthetic_links(), synthetic_stats());
   EXPECT_TRUE(s.modelled);
   EXPECT_EQ(s.links, 14u);
@@ -54,9 +54,10 @@ TEST(LinkSummary, TopTenByBytesWithTiesByLinkId) {
   ASSERT_EQ(s.busiest.size(), 10u);
   std::vector<uint32_t> order;
   for (const LinkRow& r : s.busiest) order.push_back(r.link);
-  // trunk 100 GB; links 3, 4 at 20 GB (lower id first); then 12, 11, ... GB.
-  EXPECT_EQ(order, (std::vector<uint32_t>{12, 3, 4, 11, 10, 9, 8, 7, 6, 5}));
-  const LinkRow& trunk = s.busiest[0];
+  // Links 3, 4 at 40 % (same bytes: lower id first); the trunk at 25 %
+  // despite the most bytes; then the NICs at 24 %, 22 %, ...
+  EXPECT_EQ(order, (std::vector<uint32_t>{3, 4, 12, 11, 10, 9, 8, 7, 6, 5}));
+  const LinkRow& trunk = s.busiest[2];
   EXPECT_EQ(trunk.name, "tor rail 0 group 0 up");
   EXPECT_EQ(trunk.kind, LinkKind::kTrunkUp);
   EXPECT_DOUBLE_EQ(trunk.capacity_bytes_per_s, 400e9);
@@ -74,8 +75,8 @@ TEST(LinkSummary, TerminalRowsInSiUnits) {
   EXPECT_NE(t.find("    tor rail 0 group 0 up           400.00 GB/s    100.00 GB    25.00 %   100.00 %       2.500 ms\n"),
             std::string::npos)
       << t;
-  EXPECT_LT(t.find("tor rail"), t.find("node 3 nic"));
   EXPECT_LT(t.find("node 3 nic"), t.find("node 4 nic"));
+  EXPECT_LT(t.find("node 4 nic"), t.find("tor rail"));
   EXPECT_EQ(t.find("node 0 gpu 0 nvlink"), std::string::npos) << "idle links are not listed\n" << t;
   EXPECT_EQ(format_links(analytic_links()), "\n  busiest links            analytic network: no per-link model\n");
 }
@@ -86,7 +87,7 @@ TEST(LinkSummary, JsonFieldsNamedWithUnits) {
   EXPECT_EQ(j["links"], 14);
   EXPECT_EQ(j["links_with_traffic"], 13);
   ASSERT_EQ(j["busiest"].size(), 10u);
-  const auto& t = j["busiest"][0];
+  const auto& t = j["busiest"][2];
   EXPECT_EQ(t["link"], 12);
   EXPECT_EQ(t["name"], "tor rail 0 group 0 up");
   EXPECT_EQ(t["kind"], "trunk_up");

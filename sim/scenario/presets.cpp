@@ -55,8 +55,14 @@ constexpr const char* kA100Head = R"pb(
     hbm_bandwidth_gb_per_s: 2039  # [DS] 2.04 TB/s HBM2e
     hbm_capacity_gib: 80
     num_sms: 108
-    # Large bf16 GEMMs reach ≈240–250 of 312 TFLOP/s on A100.
-    efficiency { key: "GEMM" value { flops: 0.78 memory: 0.8 } }
+    # Effective efficiency of Megatron's layer GEMMs (forward, dgrad, wgrad,
+    # attention batched GEMMs) on A100, not a peak-GEMM figure: fitted so that
+    # one simulated GPT-22B layer (h 6144, TP 8, b 4, s 2048, no recompute)
+    # takes SAR's measured 7.7 + 11.9 ms forward + backward (Korthikanti et
+    # al., per-layer timings; models-and-hardware.md §6). The other four layer
+    # configurations (SP, full, selective, selective + SP) then agree within
+    # 3.5 % (docs/validation.md). Isolated large GEMMs reach ≈240–250 / 312.
+    efficiency { key: "GEMM" value { flops: 0.68 memory: 0.8 } }
     # FlashAttention-2 forward ≈0.5–0.6 of peak on A100.
     efficiency { key: "ATTENTION" value { flops: 0.55 memory: 0.8 } }
 )pb";

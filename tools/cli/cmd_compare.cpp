@@ -29,6 +29,7 @@
 #include "tools/cli/commands.h"
 #include "tools/cli/lazy_cost_model.h"
 #include "tools/cli/load_input.h"
+#include "tools/cli/network_option.h"
 
 namespace lacuna::cli {
 
@@ -42,6 +43,7 @@ struct CompareOptions {
   bool full = false;
   int32_t rank = 0;
   std::string out_dir = "lacuna-out";
+  NetworkMode network = NetworkMode::kFlow;
 };
 
 using Clock = std::chrono::steady_clock;
@@ -54,9 +56,10 @@ struct Run {
   std::string cost_model;
 };
 
-Run simulate(const ir::Program& program, bool fold, std::optional<int32_t> rank) {
+Run simulate(const ir::Program& program, bool fold, NetworkMode mode, std::optional<int32_t> rank) {
   const LazyAnalyticCostModel cost(program.cluster(), program.info().precision());
-  engine::Simulator sim(program, cost, engine::SimulationOptions{.fold = fold});
+  const NetworkSetup network(program, mode);
+  engine::Simulator sim(program, cost, network.apply(engine::SimulationOptions{.fold = fold}));
   report::BubbleAccounting accounting;
   sim.add_observer(&accounting);
   std::optional<report::PipelineSvg> svg;
@@ -65,8 +68,7 @@ Run simulate(const ir::Program& program, bool fold, std::optional<int32_t> rank)
     sim.add_observer(&*svg);
   }
   sim.run();
-  Run run{report::summarize(program, accounting, std::string(cost.name()), fold), std::nullopt,
-          std::string(cost.name())};
+  Run run{report::summarize(program, accounting, network.describe(cost), fold), std::nullopt, network.describe(cost)};
   if (svg) {
     std::vector<report::TimelineRow> rows = svg->rows();
     if (!rows.empty()) run.row = std::move(rows.front());
@@ -178,7 +180,7 @@ int run_compare(const CompareOptions& o) {
                            std::string& error, std::string& reason) {
     const bool has_rank = drawn && *drawn < program.ranks_size();
     try {
-      run = simulate(program, fold, has_rank ? drawn : std::nullopt);
+      run = simulate(program, fold, o.network, has_rank ? drawn : std::nullopt);
       if (cmp.cost_model.empty()) cmp.cost_model = run->cost_model;
     } catch (const engine::DeadlockError& e) {
       print_deadlock(what, e);
@@ -283,6 +285,7 @@ void add_compare_command(CLI::App& app, Action& action) {
   sub->add_option("--svg", o->svg, "write the timelines to FILE (default DIR/<scenario>.compare.svg)");
   sub->add_flag("--no-svg", o->no_svg, "do not write the SVG");
   sub->add_flag("--full", o->full, "simulate every rank (default: one representative per class of identical ranks)");
+  add_network_option(sub, o->network);
   sub->add_option("--rank", o->rank, "rank whose timeline the SVG shows for every placement")->capture_default_str();
   sub->add_option("--out-dir", o->out_dir, "directory for the default SVG (created if missing)")->capture_default_str();
   sub->callback([o, &action] { action = [o] { return run_compare(*o); }; });

@@ -11,6 +11,8 @@
 #include "sim/core/atomic_file.h"
 #include "sim/engine/simulator.h"
 #include "sim/report/bubble_accounting.h"
+#include "sim/report/comm_accounting.h"
+#include "sim/report/link_summary.h"
 #include "sim/report/json_report.h"
 #include "sim/report/pipeline_svg.h"
 #include "sim/report/rank_spec.h"
@@ -20,6 +22,7 @@
 #include "tools/cli/commands.h"
 #include "tools/cli/lazy_cost_model.h"
 #include "tools/cli/load_input.h"
+#include "tools/cli/network_option.h"
 
 namespace lacuna::cli {
 
@@ -35,6 +38,7 @@ struct SimulateOptions {
   std::string out_dir = "lacuna-out";
   bool no_trace = false;
   bool no_svg = false;
+  NetworkMode network = NetworkMode::kFlow;
 };
 
 void ensure_directory(const std::string& dir) {
@@ -57,13 +61,17 @@ int run_simulate(const SimulateOptions& o) {
   if ((!o.no_trace && o.trace.empty()) || (!o.no_svg && o.svg.empty())) ensure_directory(o.out_dir);
 
   const LazyAnalyticCostModel cost(program.cluster(), program.info().precision());
-  engine::Simulator sim(program, cost, engine::SimulationOptions{.fold = o.fold});
+  NetworkSetup network(program, o.network);
+  engine::Simulator sim(program, cost, network.apply(engine::SimulationOptions{.fold = o.fold}));
   report::BubbleAccounting accounting;
   sim.add_observer(&accounting);
+  report::CommAccounting comm;
+  sim.add_observer(&comm);
   std::optional<report::TraceWriter> trace;
   if (!trace_path.empty()) {
     trace.emplace(program, trace_path, spec);
     sim.add_observer(&*trace);
+    network.add_link_observer(trace->link_observer());
   }
   std::optional<report::PipelineSvg> svg;
   if (!svg_path.empty()) {
@@ -80,7 +88,11 @@ int run_simulate(const SimulateOptions& o) {
   const engine::SimulationResult result = sim.run();
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
-  const report::Summary summary = report::summarize(program, accounting, std::string(cost.name()), o.fold);
+  report::Summary summary = report::summarize(program, accounting, network.describe(cost), o.fold);
+  summary.comm = report::summarize_comm(comm);
+  summary.links = network.flow() != nullptr
+                      ? report::summarize_links(network.flow()->links(), network.flow()->link_stats(result.end_time))
+                      : report::analytic_links();
   if (svg_file) svg_file->write(svg->render());
   if (json_file) json_file->write(report::summary_json(summary));
   if (trace) trace->commit();
@@ -106,6 +118,7 @@ void add_simulate_command(CLI::App& app, Action& action) {
   sub->add_option("INPUT", o->input, "scenario (.pbtxt, .textproto, .json) or program from `lacuna compile` (.pb)")
       ->required();
   sub->add_flag("--fold", o->fold, "simulate one representative per class of identical ranks");
+  add_network_option(sub, o->network);
   sub->add_option("--json", o->json, "write the summary as JSON to FILE");
   sub->add_option("--trace", o->trace, "write the Perfetto trace to FILE (default DIR/<scenario>.trace.json)");
   sub->add_option("--svg", o->svg, "write the pipeline picture to FILE (default DIR/<scenario>.svg)");

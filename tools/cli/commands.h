@@ -15,6 +15,7 @@ void add_simulate_command(CLI::App& app, Action& action);
 void add_compile_command(CLI::App& app, Action& action);
 void add_compare_command(CLI::App& app, Action& action);
 void add_check_command(CLI::App& app, Action& action);
+void add_validate_command(CLI::App& app, Action& action);
 void add_presets_command(CLI::App& app, Action& action);
 void add_devices_command(CLI::App& app, Action& action);
 void add_version_command(CLI::App& app, Action& action);

@@ -1,0 +1,76 @@
+#include "tools/cli/network_option.h"
+
+#include <map>
+
+#include "sim/network/network_presets.h"
+
+namespace lacuna::cli {
+
+void add_network_option(CLI::App* sub, NetworkMode& mode) {
+  const std::map<std::string, NetworkMode> names = {{"flow", NetworkMode::kFlow}, {"analytic", NetworkMode::kAnalytic}};
+  sub->add_option("--network", mode,
+                  "communication model: flow (links shared max-min fairly, NCCL algorithm steps as flows, "
+                  "compute slowed while NCCL runs; default) or analytic (contention-free closed forms, faster)")
+      ->transform(CLI::CheckedTransformer(names, CLI::ignore_case));
+}
+
+// ---------------------------------------------------------------- LazyFlowCommModel
+
+network::FlowCommModel& LazyFlowCommModel::model() {
+  if (!model_) {
+    auto built = std::make_unique<network::FlowCommModel>(program_);
+    for (network::LinkObserver* o : observers_) built->add_link_observer(o);
+    model_ = std::move(built);
+  }
+  return *model_;
+}
+
+std::string_view LazyFlowCommModel::name() const {
+  return model_ ? model_->name() : "flow-level network (not built: no communication needed it)";
+}
+
+void LazyFlowCommModel::reset() {
+  if (model_) model_->reset();
+}
+
+void LazyFlowCommModel::begin_collective(TimeNs now, uint64_t token, int32_t group, ir::CollectiveKind kind,
+                                         int64_t bytes) {
+  model().begin_collective(now, token, group, kind, bytes);
+}
+
+void LazyFlowCommModel::begin_transfer(TimeNs now, uint64_t token, int32_t src_rank, int32_t dst_rank,
+                                       int64_t bytes) {
+  model().begin_transfer(now, token, src_rank, dst_rank, bytes);
+}
+
+void LazyFlowCommModel::end(TimeNs now, uint64_t token) { model().end(now, token); }
+
+std::span<const engine::CompletionUpdate> LazyFlowCommModel::take_updates() { return model().take_updates(); }
+
+void LazyFlowCommModel::add_link_observer(network::LinkObserver* observer) {
+  observers_.push_back(observer);
+  if (model_) model_->add_link_observer(observer);
+}
+
+// ---------------------------------------------------------------- NetworkSetup
+
+NetworkSetup::NetworkSetup(const ir::Program& program, NetworkMode mode) {
+  if (mode != NetworkMode::kFlow) return;
+  slowdown_ = network::resolve_network(program.cluster()).compute_slowdown_under_comm();
+  lazy_ = std::make_unique<LazyFlowCommModel>(program);
+}
+
+engine::SimulationOptions NetworkSetup::apply(engine::SimulationOptions options) const {
+  if (lazy_) {
+    options.communication = lazy_.get();
+    options.compute_slowdown_under_comm = slowdown_;
+  }
+  return options;
+}
+
+std::string NetworkSetup::describe(const cost::CostModel& cost) const {
+  if (!lazy_) return std::string(cost.name());
+  return "roofline compute; " + std::string(lazy_->name());
+}
+
+}  // namespace lacuna::cli
