@@ -7,7 +7,7 @@
 // pattern) × κ, where κ is chosen so that on an uncontended network the
 // busiest NVLink/NIC link takes exactly the analytic model's S / algBw; for a
 // ring κ = 1 / (protocol fraction). Formulas per algorithm in
-// docs/_draft_network.md.
+// docs/network.md.
 #pragma once
 
 #include <array>

@@ -8,7 +8,7 @@
 namespace lacuna::network {
 namespace {
 
-// Sources of the presets (docs/_draft_network.md):
+// Sources of the presets (docs/network.md):
 //  [SPA] NVIDIA DGX SuperPOD reference architecture with DGX A100 systems,
 //        RA-09950-001 (2020): scalable units (SU) of 20 DGX A100, one HDR
 //        InfiniBand leaf switch per rail per SU (rail-optimized), a spine layer

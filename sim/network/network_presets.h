@@ -1,6 +1,6 @@
 // The fabric above the NICs: cluster.network with its preset applied and every
 // field checked. A preset fills only the fields the scenario leaves unset, as
-// the hardware presets do for the GPU and its links (docs/_draft_network.md).
+// the hardware presets do for the GPU and its links (docs/network.md).
 #pragma once
 
 #include <string>

@@ -4,7 +4,7 @@
 // the top one, its uplinks pooled into one trunk per direction (perfect ECMP)
 // with capacity = what its children can send into it / oversubscription.
 // Rail-optimized clusters have one first-tier switch group per (group, rail);
-// rails join above the first tier. docs/_draft_network.md has the picture.
+// rails join above the first tier. docs/network.md describes it.
 #pragma once
 
 #include <cstdint>

@@ -1,7 +1,7 @@
 // Achieved bandwidth of every collective and point-to-point transfer of one
 // iteration, aggregated per (kind of group × collective kind) — the numbers
 // nccl-tests prints (algbw, busbw), but measured on the simulated run so that
-// contention and skew show (docs/_draft_outputs_network.md).
+// contention and skew show (docs/outputs.md).
 //
 // Per op instance on a simulated rank:
 //   time   = end − start, where start is when all members arrived (collective)

@@ -76,19 +76,6 @@ namespace {
 
 constexpr int kLabel = 30;
 
-size_t columns(const std::string& s) {
-  size_t n = 0;
-  for (unsigned char ch : s) n += (ch & 0xC0) != 0x80;
-  return n;
-}
-std::string pad_left(const std::string& s, size_t width) {
-  const size_t n = columns(s);
-  return n >= width ? s : std::string(width - n, ' ') + s;
-}
-std::string pad_right(const std::string& s, size_t width) {
-  const size_t n = columns(s);
-  return n >= width ? s : s + std::string(width - n, ' ');
-}
 
 const char* kNone = "—";
 
@@ -106,7 +93,7 @@ std::string wrap(const std::string& text, size_t width, size_t indent) {
     size_t end = text.find(' ', start);
     if (end == std::string::npos) end = text.size();
     const std::string word = text.substr(start, end - start);
-    if (!line.empty() && columns(line) + 1 + columns(word) > width) {
+    if (!line.empty() && display_columns(line) + 1 + display_columns(word) > width) {
       out += line + "\n" + std::string(indent, ' ');
       line.clear();
     }
@@ -126,7 +113,7 @@ std::string format_comparison(const Comparison& c, const CompareRunStats& run) {
   size_t width = 20;
   for (size_t i = 0; i < n; ++i) {
     metrics.push_back(placement_metrics(c, i));
-    width = std::max(width, columns(std::string(placement_name(c.placements[i].kind))) + 2);
+    width = std::max(width, display_columns(std::string(placement_name(c.placements[i].kind))) + 2);
   }
   width = std::max<size_t>(width, 22);
 

@@ -1,5 +1,5 @@
 // `lacuna compare`: one multimodal workload under every applicable placement,
-// side by side (docs/_draft_compare.md). This file holds the results and the
+// side by side (docs/compare.md). This file holds the results and the
 // derived metrics, the terminal table and the JSON; tools/cli/cmd_compare.cpp
 // compiles and simulates.
 #pragma once
@@ -68,7 +68,7 @@ struct CompareRunStats {
 
 std::string format_comparison(const Comparison& comparison, const CompareRunStats& run);
 
-// Deterministic JSON (docs/_draft_compare.md): one line per top-level key and
+// Deterministic JSON (docs/compare.md): one line per top-level key and
 // one line per placement.
 std::string comparison_json(const Comparison& comparison);
 

@@ -39,4 +39,20 @@ std::string micros_exact(int64_t ns) {
   return fmt::format("{}{}.{:03}", negative ? "-" : "", mag / 1000, mag % 1000);
 }
 
+size_t display_columns(const std::string& s) {
+  size_t n = 0;
+  for (unsigned char c : s) n += (c & 0xC0) != 0x80;
+  return n;
+}
+
+std::string pad_left(const std::string& s, size_t width) {
+  const size_t n = display_columns(s);
+  return n >= width ? s : std::string(width - n, ' ') + s;
+}
+
+std::string pad_right(const std::string& s, size_t width) {
+  const size_t n = display_columns(s);
+  return n >= width ? s : s + std::string(width - n, ' ');
+}
+
 }  // namespace lacuna::report

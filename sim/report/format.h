@@ -23,4 +23,12 @@ std::string format_si(double value, const std::string& unit);
 // floating point: 1234567 → "1234.567", -5 → "-0.005".
 std::string micros_exact(int64_t ns);
 
+// Terminal columns of UTF-8 text: fmt pads by code units, but "µ" and "–" are
+// several bytes and one column.
+size_t display_columns(const std::string& s);
+// `s` padded with spaces to `width` columns, on the left (right-aligned) or
+// the right (left-aligned); longer text is left as is.
+std::string pad_left(const std::string& s, size_t width);
+std::string pad_right(const std::string& s, size_t width);
+
 }  // namespace lacuna::report

@@ -173,7 +173,7 @@ std::string summary_json(const Summary& s) {
   memory["worst_rank"] = s.peak_memory.worst_rank;
   memory["over_capacity_ranks"] = s.over_capacity_ranks;
   top["peak_memory"] = std::move(memory);
-  // Network outputs, only when the caller filled them (docs/_draft_outputs_network.md).
+  // Network outputs, only when the caller filled them (docs/outputs.md).
   if (s.comm) top["comm"] = comm_json(*s.comm);
   if (s.links) top["links"] = links_json(*s.links);
 

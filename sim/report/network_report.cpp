@@ -15,20 +15,6 @@ using Json = nlohmann::ordered_json;
 
 constexpr double kGB = 1e9;
 
-// fmt pads by code units; "µ" and "–" are several bytes but one column.
-size_t columns(const std::string& s) {
-  size_t n = 0;
-  for (unsigned char c : s) n += (c & 0xC0) != 0x80;
-  return n;
-}
-std::string pad_left(const std::string& s, size_t width) {
-  const size_t n = columns(s);
-  return n >= width ? s : std::string(width - n, ' ') + s;
-}
-std::string pad_right(const std::string& s, size_t width) {
-  const size_t n = columns(s);
-  return n >= width ? s : s + std::string(width - n, ' ');
-}
 
 std::string gb_per_s(double bytes_per_s) { return bytes_per_s > 0 ? fmt::format("{:.2f} GB/s", bytes_per_s / kGB) : "–"; }
 
@@ -71,7 +57,7 @@ std::string format_links(const LinkSummary& links) {
     return out;
   }
   size_t name_width = 30;
-  for (const LinkRow& l : links.busiest) name_width = std::max(name_width, columns(l.name));
+  for (const LinkRow& l : links.busiest) name_width = std::max(name_width, display_columns(l.name));
   out += fmt::format("  {} {:>12} {:>12} {:>10} {:>10} {:>14}\n",
                      pad_right(fmt::format("busiest links ({} of {} used)", links.busiest.size(),
                                            links.links_with_traffic),

@@ -1,6 +1,6 @@
 // The network sections of `lacuna simulate`'s outputs: achieved bandwidth per
 // collective kind (CommSummary) and the busiest links (LinkSummary), as
-// terminal rows and as JSON values (docs/_draft_outputs_network.md).
+// terminal rows and as JSON values (docs/outputs.md).
 #pragma once
 
 #include <string>

@@ -28,20 +28,6 @@ double frac(int64_t ns, TimeNs total) {
   return total.count() > 0 ? static_cast<double>(ns) / static_cast<double>(total.count()) : 0.0;
 }
 
-// fmt pads by code units; "µ" is two bytes but one column.
-size_t columns(const std::string& s) {
-  size_t n = 0;
-  for (unsigned char c : s) n += (c & 0xC0) != 0x80;
-  return n;
-}
-std::string pad_left(const std::string& s, size_t width) {
-  const size_t n = columns(s);
-  return n >= width ? s : std::string(width - n, ' ') + s;
-}
-std::string pad_right(const std::string& s, size_t width) {
-  const size_t n = columns(s);
-  return n >= width ? s : s + std::string(width - n, ' ');
-}
 
 // 1.316e9 → "1.316 G" (a count with an SI prefix, no unit).
 std::string count_si(double v) {

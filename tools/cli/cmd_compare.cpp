@@ -2,7 +2,7 @@
 // applicable placement (placement::applicable_placements), plus the LLM alone
 // as the reference for "encoder compute hidden in bubbles"; a side-by-side
 // table, optionally JSON, and one SVG with one rank of every placement on a
-// common time axis (docs/_draft_compare.md).
+// common time axis (docs/compare.md).
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
