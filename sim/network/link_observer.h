@@ -29,6 +29,12 @@ struct LinkInfo {
   double capacity_bytes_per_s = 0;
   int32_t node = -1;  // NVLink and NIC links; -1 for trunks
   int32_t tier = -1;  // trunks: index into cluster.network.tiers
+  int32_t gpu = -1;   // NVLink links: the local GPU
+  int32_t rail = -1;  // NIC links: the NIC; rail-optimized first-tier trunks: the rail
+  // The nodes whose traffic can cross the link: the node itself for NVLink
+  // and NIC links, the contiguous nodes under the switch group for trunks.
+  int32_t first_node = -1;
+  int32_t last_node = -1;
 };
 
 // Per link over one run.

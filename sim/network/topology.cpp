@@ -40,8 +40,11 @@ Topology::Topology(const scenario::Cluster& cluster, const scenario::NetworkSpec
   for (int32_t n = 0; n < num_nodes_; ++n) {
     for (int32_t g = 0; g < gpus_per_node_; ++g) {
       const std::string where = "node " + std::to_string(n) + " gpu " + std::to_string(g) + " ";
-      add_link(LinkKind::kNvlinkUp, where + nvl + "up", ic.nvlink_bytes_per_s, n, -1, true);
-      add_link(LinkKind::kNvlinkDown, where + nvl + "down", ic.nvlink_bytes_per_s, n, -1, true);
+      LinkInfo at;
+      at.gpu = g;
+      at.first_node = at.last_node = n;
+      add_link(LinkKind::kNvlinkUp, where + nvl + "up", ic.nvlink_bytes_per_s, n, -1, true, at);
+      add_link(LinkKind::kNvlinkDown, where + nvl + "down", ic.nvlink_bytes_per_s, n, -1, true, at);
     }
   }
   // Per node: NICs.
@@ -49,8 +52,11 @@ Topology::Topology(const scenario::Cluster& cluster, const scenario::NetworkSpec
   for (int32_t n = 0; n < num_nodes_; ++n) {
     for (int32_t i = 0; i < nics_per_node_; ++i) {
       const std::string where = "node " + std::to_string(n) + " nic " + std::to_string(i) + " ";
-      add_link(LinkKind::kNicUp, where + "up", ic.nic_bytes_per_s, n, -1, true);
-      add_link(LinkKind::kNicDown, where + "down", ic.nic_bytes_per_s, n, -1, true);
+      LinkInfo at;
+      at.rail = i;
+      at.first_node = at.last_node = n;
+      add_link(LinkKind::kNicUp, where + "up", ic.nic_bytes_per_s, n, -1, true, at);
+      add_link(LinkKind::kNicDown, where + "down", ic.nic_bytes_per_s, n, -1, true, at);
     }
   }
   if (nics_per_node_ == 0) return;
@@ -59,6 +65,7 @@ Topology::Topology(const scenario::Cluster& cluster, const scenario::NetworkSpec
   // rail at a rail-optimized first tier) for every tier below the top.
   const int32_t top = network.tiers_size() - 1;
   int64_t below = num_nodes_;  // units of the tier below: nodes, then groups
+  int64_t nodes_per_group = 1;  // nodes under one group of the current tier
   for (int32_t k = 0; k <= top; ++k) {
     const scenario::SwitchTier& spec = network.tiers(k);
     Tier t;
@@ -68,6 +75,8 @@ Topology::Topology(const scenario::Cluster& cluster, const scenario::NetworkSpec
     t.latency_s = spec.latency_us() * 1e-6;
     t.groups = static_cast<int32_t>((below + t.children - 1) / t.children);
     t.rails = (k == 0 && rail_optimized_) ? nics_per_node_ : 1;
+    nodes_per_group *= t.children;
+    t.nodes_per_group = nodes_per_group;
     tiers_.push_back(t);
     below = t.groups;
   }
@@ -99,16 +108,21 @@ Topology::Topology(const scenario::Cluster& cluster, const scenario::NetworkSpec
         name += " group " + std::to_string(g);
         // A 1:1 trunk carries nothing its children's links do not also carry.
         const bool binding = t.oversubscription > 1.0;
-        add_link(LinkKind::kTrunkUp, name + " up", cap, -1, k, binding);
-        add_link(LinkKind::kTrunkDown, name + " down", cap, -1, k, binding);
+        LinkInfo at;
+        at.rail = t.rails > 1 ? r : -1;
+        at.first_node = static_cast<int32_t>(std::min<int64_t>(g * t.nodes_per_group, num_nodes_ - 1));
+        at.last_node = static_cast<int32_t>(std::min<int64_t>((g + 1) * t.nodes_per_group, num_nodes_) - 1);
+        add_link(LinkKind::kTrunkUp, name + " up", cap, -1, k, binding, at);
+        add_link(LinkKind::kTrunkDown, name + " down", cap, -1, k, binding, at);
       }
     }
     child_capacity = std::move(capacity);
   }
 }
 
-void Topology::add_link(LinkKind kind, std::string name, double capacity, int32_t node, int32_t tier, bool binding) {
-  LinkInfo info;
+void Topology::add_link(LinkKind kind, std::string name, double capacity, int32_t node, int32_t tier, bool binding,
+                        const LinkInfo& where) {
+  LinkInfo info = where;
   info.kind = kind;
   info.name = std::move(name);
   info.capacity_bytes_per_s = capacity;

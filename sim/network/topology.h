@@ -74,6 +74,7 @@ class Topology {
     double latency_s = 0;
     int32_t groups = 1;   // switch groups of this tier
     int32_t rails = 1;    // trunks per group (rails at a rail-optimized first tier)
+    int64_t nodes_per_group = 1;  // nodes under one group
     LinkId trunk_base = 0;
   };
 
@@ -82,7 +83,9 @@ class Topology {
     const Tier& t = tiers_[tier];
     return t.trunk_base + static_cast<LinkId>(2 * (group * t.rails + (t.rails > 1 ? rail : 0)));
   }
-  void add_link(LinkKind kind, std::string name, double capacity, int32_t node, int32_t tier, bool binding);
+  // `where` carries the placement fields of LinkInfo (gpu, rail, node range).
+  void add_link(LinkKind kind, std::string name, double capacity, int32_t node, int32_t tier, bool binding,
+                const LinkInfo& where);
 
   int32_t num_nodes_ = 1;
   int32_t gpus_per_node_ = 1;

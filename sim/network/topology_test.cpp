@@ -148,3 +148,43 @@ TEST(Topology, MissingTopologyOnAMultiNodeCluster) {
 
 }  // namespace
 }  // namespace lacuna::network
+
+namespace lacuna::network {
+namespace {
+
+// Where each link sits (what trace volume rules and reports select by).
+TEST(Topology, LinksKnowTheirGpuRailAndNodes) {
+  scenario::Cluster c = cost::testing::hgx_hopper(100);
+  c.mutable_network()->set_preset("dgx-h100");  // leaf: 32 nodes per group, rail-optimized
+  const Topology t(c, resolve_network(c));
+  bool saw_leaf = false, saw_spine = false, saw_nvlink = false, saw_nic = false;
+  for (const LinkInfo& l : t.links()) {
+    if (l.name == "node 7 gpu 3 nvlink up") {
+      saw_nvlink = true;
+      EXPECT_EQ(l.gpu, 3);
+      EXPECT_EQ(l.first_node, 7);
+      EXPECT_EQ(l.last_node, 7);
+    }
+    if (l.name == "node 7 nic 5 down") {
+      saw_nic = true;
+      EXPECT_EQ(l.rail, 5);
+      EXPECT_EQ(l.first_node, 7);
+    }
+    if (l.name == "leaf rail 3 group 1 up") {
+      saw_leaf = true;
+      EXPECT_EQ(l.rail, 3);
+      EXPECT_EQ(l.first_node, 32);
+      EXPECT_EQ(l.last_node, 63);
+    }
+    if (l.kind == LinkKind::kTrunkUp && l.tier == 1 && l.name.find("group 0 ") != std::string::npos) {
+      saw_spine = true;
+      EXPECT_EQ(l.rail, -1);
+      EXPECT_EQ(l.first_node, 0);
+      EXPECT_EQ(l.last_node, 99);  // 4 leaf groups of 32 = 128 nodes, clipped to the 100 there are
+    }
+  }
+  EXPECT_TRUE(saw_leaf && saw_spine && saw_nvlink && saw_nic);
+}
+
+}  // namespace
+}  // namespace lacuna::network

@@ -12,22 +12,19 @@ namespace lacuna::report {
 
 namespace {
 
-bool is_trunk(network::LinkKind kind) {
-  return kind == network::LinkKind::kTrunkUp || kind == network::LinkKind::kTrunkDown;
-}
 
 }  // namespace
 
 LinkCounterTrace::LinkCounterTrace(Emit emit) : emit_(std::move(emit)) {}
 
-void LinkCounterTrace::begin(int32_t pid, int32_t sort_index, std::vector<int32_t> nodes) {
+void LinkCounterTrace::begin(int32_t pid, int32_t sort_index, std::vector<Place> places) {
   begun_ = true;
   finished_ = false;
   pid_ = pid;
   sort_index_ = sort_index;
-  std::sort(nodes.begin(), nodes.end());
-  nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
-  nodes_ = std::move(nodes);
+  std::sort(places.begin(), places.end());
+  places.erase(std::unique(places.begin(), places.end()), places.end());
+  places_ = std::move(places);
   select();
 }
 
@@ -45,8 +42,22 @@ void LinkCounterTrace::select() {
   drawn_.assign(links_.size(), 0);
   for (size_t i = 0; i < links_.size(); ++i) {
     const network::LinkInfo& l = links_[i];
-    const bool on_traced_node = l.node >= 0 && std::binary_search(nodes_.begin(), nodes_.end(), l.node);
-    drawn_[i] = l.capacity_bytes_per_s > 0 && (is_trunk(l.kind) || on_traced_node) ? 1 : 0;
+    if (!(l.capacity_bytes_per_s > 0)) continue;
+    bool crossed = false;
+    for (const Place& p : places_) {
+      switch (l.kind) {
+        case network::LinkKind::kNvlinkUp:
+        case network::LinkKind::kNvlinkDown: crossed = l.node == p.node && l.gpu == p.gpu; break;
+        case network::LinkKind::kNicUp:
+        case network::LinkKind::kNicDown: crossed = l.node == p.node && l.rail == p.rail; break;
+        case network::LinkKind::kTrunkUp:
+        case network::LinkKind::kTrunkDown:
+          crossed = p.node >= l.first_node && p.node <= l.last_node && (l.rail < 0 || l.rail == p.rail);
+          break;
+      }
+      if (crossed) break;
+    }
+    drawn_[i] = crossed ? 1 : 0;
   }
 }
 

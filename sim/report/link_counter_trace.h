@@ -3,8 +3,9 @@
 // ("ph":"C"), one counter track per link, value = load / capacity in percent
 // (args key "util_pct"), under one process named "network".
 //
-// Volume rule: only the links of the nodes the traced ranks sit on (their
-// NVLink and NIC links, both directions) and every trunk link are drawn;
+// Volume rule: only the links a traced rank's own traffic can cross are drawn:
+// its GPU's NVLink (both directions), its NIC (the rail its GPU uses, both
+// directions) and the trunks of the switch groups above its node on that rail;
 // changes at one timestamp are coalesced (the last value holds) and a value
 // equal, at two decimals, to the one last written for that link is not
 // repeated. Links that never carry traffic get no track.
@@ -29,10 +30,17 @@ class LinkCounterTrace : public network::LinkObserver {
   using Emit = std::function<void(std::string_view event)>;
   explicit LinkCounterTrace(Emit emit);
 
+  // Where a traced rank sits: its node, local GPU and the NIC (rail) it uses.
+  struct Place {
+    int32_t node = 0;
+    int32_t gpu = 0;
+    int32_t rail = 0;
+    auto operator<=>(const Place&) const = default;
+  };
   // Where the counters go: process `pid` (named "network", placed at
-  // `sort_index`), drawing the links of `nodes` and every trunk. Call once the
+  // `sort_index`), drawing the links of the traced `places`. Call once the
   // traced ranks are known, before the first load change.
-  void begin(int32_t pid, int32_t sort_index, std::vector<int32_t> nodes);
+  void begin(int32_t pid, int32_t sort_index, std::vector<Place> places);
   void on_links(const std::vector<network::LinkInfo>& links) override;
   void on_link_load(TimeNs t, network::LinkId link, double bytes_per_s) override;
   // Writes the changes held back for the last timestamp. Call at the run's end,
@@ -53,7 +61,7 @@ class LinkCounterTrace : public network::LinkObserver {
   bool finished_ = false;
   int32_t pid_ = 0;
   int32_t sort_index_ = 0;
-  std::vector<int32_t> nodes_;  // sorted, unique
+  std::vector<Place> places_;  // sorted, unique
   std::vector<network::LinkInfo> links_;
   std::vector<uint8_t> drawn_;        // per link
   std::vector<std::string> last_;     // per link, last value written ("" = none)

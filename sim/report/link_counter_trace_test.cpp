@@ -31,10 +31,15 @@ std::string slurp(const fs::path& p) {
 // Link 0: node 0 NIC (traced node), 1: node 1 NIC (not traced), 2: a trunk,
 // 3: node 0 NVLink.
 std::vector<LinkInfo> links() {
-  return {{LinkKind::kNicUp, "node 0 nic 0 up", 50e9, 0, -1},
-          {LinkKind::kNicUp, "node 1 nic 0 up", 50e9, 1, -1},
-          {LinkKind::kTrunkUp, "tor rail 0 group 0 up", 400e9, -1, 0},
-          {LinkKind::kNvlinkUp, "node 0 gpu 0 nvlink up", 450e9, 0, -1}};
+  // kind, name, capacity, node, tier, gpu, rail, first node, last node
+  return {{LinkKind::kNicUp, "node 0 nic 0 up", 50e9, 0, -1, -1, 0, 0, 0},
+          {LinkKind::kNicUp, "node 1 nic 0 up", 50e9, 1, -1, -1, 0, 1, 1},
+          {LinkKind::kTrunkUp, "tor rail 0 group 0 up", 400e9, -1, 0, -1, 0, 0, 1},
+          {LinkKind::kNvlinkUp, "node 0 gpu 0 nvlink up", 450e9, 0, -1, 0, -1, 0, 0},
+          {LinkKind::kNvlinkUp, "node 1 gpu 1 nvlink up", 450e9, 1, -1, 1, -1, 1, 1},
+          {LinkKind::kNicUp, "node 1 nic 1 up", 50e9, 1, -1, -1, 1, 1, 1},
+          {LinkKind::kTrunkUp, "tor rail 1 group 0 up", 400e9, -1, 0, -1, 1, 0, 1},
+          {LinkKind::kTrunkUp, "tor rail 0 group 1 up", 400e9, -1, 0, -1, 0, 2, 3}};
 }
 
 // Feeds the flow model's load changes once the run began (it is registered
@@ -112,15 +117,20 @@ TEST(LinkCounterTrace, NoFeedLeavesTheTraceAsBefore) {
   EXPECT_TRUE(nlohmann::json::accept(text));
 }
 
-TEST(LinkCounterTrace, VolumeRuleKeepsTracedNodesAndTrunks) {
+TEST(LinkCounterTrace, VolumeRuleKeepsTheLinksOfTracedRanks) {
   std::vector<std::string> events;
   LinkCounterTrace t([&](std::string_view e) { events.emplace_back(e); });
   t.on_links(links());
-  t.begin(7, 3, {1, 1});
-  EXPECT_FALSE(t.drawn(0));
-  EXPECT_TRUE(t.drawn(1));
-  EXPECT_TRUE(t.drawn(2));
-  EXPECT_FALSE(t.drawn(3));
+  // One traced rank, twice: node 1, GPU 0, rail 0.
+  t.begin(7, 3, {{1, 0, 0}, {1, 0, 0}});
+  EXPECT_FALSE(t.drawn(0)) << "another node's NIC";
+  EXPECT_TRUE(t.drawn(1)) << "its own NIC";
+  EXPECT_TRUE(t.drawn(2)) << "the trunk above its node on its rail";
+  EXPECT_FALSE(t.drawn(3)) << "another node's NVLink";
+  EXPECT_FALSE(t.drawn(4)) << "another GPU's NVLink on its node";
+  EXPECT_FALSE(t.drawn(5)) << "another rail's NIC on its node";
+  EXPECT_FALSE(t.drawn(6)) << "another rail's trunk";
+  EXPECT_FALSE(t.drawn(7)) << "a trunk over other nodes";
   EXPECT_FALSE(t.drawn(99));
   t.on_link_load(TimeNs(5), 1, 25e9);
   EXPECT_TRUE(events.empty()) << "held until the time moves on";

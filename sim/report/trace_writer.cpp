@@ -122,10 +122,17 @@ void TraceWriter::on_run_begin(const engine::RunInfo& info) {
                memory_[i]);
   }
   // Link counters: a process after the ranks (pid = number of ranks, which no
-  // rank has), for the nodes of the traced ranks.
-  std::vector<int32_t> nodes;
-  for (int32_t rank : traced_) nodes.push_back(program_.ranks(rank).node());
-  link_counters_.begin(program_.ranks_size(), static_cast<int32_t>(traced_.size()), std::move(nodes));
+  // rank has), for the links the traced ranks' traffic can cross. A GPU uses
+  // NIC gpu · nics / gpus_per_node (docs/network.md, rails).
+  const int64_t gpus = program_.cluster().gpus_per_node();
+  const int64_t nics = program_.cluster().nics_per_node();
+  std::vector<LinkCounterTrace::Place> places;
+  for (int32_t rank : traced_) {
+    const ir::RankBinding& b = program_.ranks(rank);
+    const int32_t rail = gpus > 0 ? static_cast<int32_t>(b.local_gpu() * nics / gpus) : 0;
+    places.push_back({b.node(), b.local_gpu(), rail});
+  }
+  link_counters_.begin(program_.ranks_size(), static_cast<int32_t>(traced_.size()), std::move(places));
 }
 
 void TraceWriter::on_op_end(const engine::OpSpan& span) {
