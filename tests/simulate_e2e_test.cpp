@@ -75,6 +75,41 @@ TEST(SimulateE2E, SameInputsGiveByteIdenticalOutputs) {
   }
 }
 
+// Multi-node traffic through NICs and switch trunks: the flow-level network's
+// outputs (link counters in the trace, busiest links, per-collective bus
+// bandwidth) are deterministic, and the summary says which network ran.
+TEST(SimulateE2E, FlowNetworkOutputsAreByteIdenticalAndLabelled) {
+  const std::string multi_node = source_path("scenarios/llm/llama2-70b-1024-zbh1.pbtxt");
+  TempDir a("flow-a"), b("flow-b");
+  std::string first_output;
+  for (const TempDir* d : {&a, &b}) {
+    const auto r = run_lacuna("simulate " + multi_node + " --fold --json " + (*d / "s.json") + " --trace " +
+                              (*d / "s.trace.json") + " --no-svg");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    if (first_output.empty()) first_output = r.output;
+  }
+  for (const char* f : {"s.json", "s.trace.json"}) {
+    EXPECT_EQ(read_file(a / f), read_file(b / f)) << f << " differs between two runs";
+  }
+  EXPECT_NE(first_output.find("flow-level network"), std::string::npos) << first_output;
+  EXPECT_NE(first_output.find("busiest links (10 of"), std::string::npos) << first_output;
+  const auto trace = nlohmann::json::parse(read_file(a / "s.trace.json"));
+  size_t link_counters = 0;
+  for (const auto& e : trace["traceEvents"]) {
+    if (e.value("ph", "") == "C" && e.value("name", "").find(" up") != std::string::npos) ++link_counters;
+  }
+  EXPECT_GT(link_counters, 0u);
+  const auto json = nlohmann::json::parse(read_file(a / "s.json"));
+  EXPECT_EQ(json["links"]["model"], "flow");
+  EXPECT_FALSE(json["links"]["busiest"].empty());
+  EXPECT_FALSE(json["comm"]["rows"].empty());
+
+  const auto analytic = run_lacuna("simulate " + multi_node + " --fold --no-trace --no-svg --network analytic");
+  ASSERT_EQ(analytic.exit_code, 0) << analytic.output;
+  EXPECT_NE(analytic.output.find("analytic network: no per-link model"), std::string::npos) << analytic.output;
+  EXPECT_NE(analytic.output.find("no contention"), std::string::npos) << analytic.output;
+}
+
 TEST(SimulateE2E, CompiledProgramSimulatesLikeTheScenario) {
   TempDir dir("compile");
   const auto c = run_lacuna("compile " + kSmall + " -o " + (dir / "p.pb"));
