@@ -100,9 +100,9 @@ TEST(SimulateE2E, FlowNetworkOutputsAreByteIdenticalAndLabelled) {
   }
   EXPECT_GT(link_counters, 0u);
   const auto json = nlohmann::json::parse(read_file(a / "s.json"));
-  EXPECT_EQ(json["links"]["model"], "flow");
-  EXPECT_FALSE(json["links"]["busiest"].empty());
-  EXPECT_FALSE(json["comm"]["rows"].empty());
+  EXPECT_EQ(json.at("links").at("model"), "flow");
+  EXPECT_FALSE(json.at("links").at("busiest").empty());
+  EXPECT_FALSE(json.at("comm").at("collectives").empty());
 
   const auto analytic = run_lacuna("simulate " + multi_node + " --fold --no-trace --no-svg --network analytic");
   ASSERT_EQ(analytic.exit_code, 0) << analytic.output;

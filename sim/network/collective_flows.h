@@ -29,6 +29,8 @@ class CollectiveFlows {
   // Checks every rank's node and local GPU against the topology (lacuna::Error
   // naming ranks[i].node / ranks[i].local_gpu). All references must outlive it.
   CollectiveFlows(const ir::Program& program, const Topology& topology, const scenario::NetworkSpec& network);
+  // Holds `topology` by reference: a temporary would dangle.
+  CollectiveFlows(const ir::Program& program, Topology&& topology, const scenario::NetworkSpec& network) = delete;
 
   const cost::GroupShape& shape(int32_t group);
   // NCCL's pick for this collective, after the overrides. Throws lacuna::Error

@@ -34,7 +34,8 @@ TimeNs alone(const ir::Program& p, int32_t group, ir::CollectiveKind kind, int64
 
 cost::GroupShape shape_of(const ir::Program& p, int32_t group) {
   FlowCommModel m(p);
-  CollectiveFlows f(p, Topology(p.cluster(), m.network()), m.network());
+  const Topology topology(p.cluster(), m.network());
+  CollectiveFlows f(p, topology, m.network());
   return f.shape(group);
 }
 
