@@ -135,6 +135,30 @@ struct SmallEncoder {
   std::string name = "vit-small";
 };
 
+// Appends `e` to the scenario's encoders: a ViT-style bidirectional
+// transformer with learned positions, its projector and data mix (no layout).
+inline scenario::Encoder* add_small_encoder(scenario::Scenario& spec, const SmallEncoder& e) {
+  auto* enc = spec.mutable_model()->add_encoders();
+  auto* t = enc->mutable_transformer();
+  t->set_name(e.name);
+  t->set_num_layers(e.layers);
+  t->set_hidden_size(e.hidden);
+  t->set_num_attention_heads(e.heads);
+  t->set_num_kv_heads(e.heads);
+  t->set_ffn_hidden_size(e.ffn);
+  t->set_activation(scenario::GELU);
+  t->set_norm(scenario::LAYERNORM);
+  t->set_seq_length(e.tokens_per_image);
+  t->set_bidirectional_attention(true);
+  t->set_linear_bias(true);
+  t->set_position_embedding(scenario::Transformer::POSITION_LEARNED);
+  enc->set_frozen(e.frozen);
+  enc->set_images_per_sample(e.images_per_sample);
+  enc->mutable_projector()->set_token_merge(e.token_merge);
+  enc->mutable_projector()->set_num_layers(e.projector_layers);
+  return enc;
+}
+
 // `s` (the LLM and its plan) with `encoders` under `placement`
 // (balanced_virtual_stages 0: parallel.virtual_stages).
 inline scenario::LoadedScenario make_mllm_scenario(const Small& s, const std::vector<SmallEncoder>& encoders,
@@ -142,26 +166,7 @@ inline scenario::LoadedScenario make_mllm_scenario(const Small& s, const std::ve
                                                    int64_t balanced_virtual_stages = 0) {
   scenario::LoadedScenario ls = make_scenario(s);
   ls.spec.set_name("small-mllm");
-  for (const SmallEncoder& e : encoders) {
-    auto* enc = ls.spec.mutable_model()->add_encoders();
-    auto* t = enc->mutable_transformer();
-    t->set_name(e.name);
-    t->set_num_layers(e.layers);
-    t->set_hidden_size(e.hidden);
-    t->set_num_attention_heads(e.heads);
-    t->set_num_kv_heads(e.heads);
-    t->set_ffn_hidden_size(e.ffn);
-    t->set_activation(scenario::GELU);
-    t->set_norm(scenario::LAYERNORM);
-    t->set_seq_length(e.tokens_per_image);
-    t->set_bidirectional_attention(true);
-    t->set_linear_bias(true);
-    t->set_position_embedding(scenario::Transformer::POSITION_LEARNED);
-    enc->set_frozen(e.frozen);
-    enc->set_images_per_sample(e.images_per_sample);
-    enc->mutable_projector()->set_token_merge(e.token_merge);
-    enc->mutable_projector()->set_num_layers(e.projector_layers);
-  }
+  for (const SmallEncoder& e : encoders) add_small_encoder(ls.spec, e);
   ls.spec.mutable_placement()->set_kind(placement);
   ls.spec.mutable_placement()->set_balanced_virtual_stages(balanced_virtual_stages);
   return ls;

@@ -36,4 +36,14 @@ int32_t add_peer_slot(ir::Program& program, const std::string& name);
 // Index of `ranks` (ascending) in program.groups, adding it when new.
 int32_t intern_group(ir::Program& program, ir::GroupKind kind, const std::vector<int32_t>& ranks);
 
+// Fills one side of a point-to-point transfer (ir::Send or ir::Recv: the
+// matching fields are the same on both sides).
+template <class SendOrRecv>
+void set_p2p(SendOrRecv& p, int32_t peer_slot, int64_t bytes, int32_t channel, int64_t tag) {
+  p.set_peer_slot(peer_slot);
+  p.set_bytes(bytes);
+  p.set_channel(channel);
+  p.set_tag(tag);
+}
+
 }  // namespace lacuna::placement

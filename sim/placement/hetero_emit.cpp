@@ -88,22 +88,14 @@ ir::Op* add_collective(ClassEditor& ed, int32_t stream, const OpCtx& ctx, ir::Co
 ir::Op* add_send(ClassEditor& ed, int32_t stream, const OpCtx& ctx, int32_t peer_slot, int64_t bytes, int32_t channel,
                  int64_t tag) {
   ir::Op* op = ed.add(stream, ctx);
-  auto* s = op->mutable_send();
-  s->set_peer_slot(peer_slot);
-  s->set_bytes(bytes);
-  s->set_channel(channel);
-  s->set_tag(tag);
+  set_p2p(*op->mutable_send(), peer_slot, bytes, channel, tag);
   return op;
 }
 
 ir::Op* add_recv(ClassEditor& ed, int32_t stream, const OpCtx& ctx, int32_t peer_slot, int64_t bytes, int32_t channel,
                  int64_t tag) {
   ir::Op* op = ed.add(stream, ctx);
-  auto* r = op->mutable_recv();
-  r->set_peer_slot(peer_slot);
-  r->set_bytes(bytes);
-  r->set_channel(channel);
-  r->set_tag(tag);
+  set_p2p(*op->mutable_recv(), peer_slot, bytes, channel, tag);
   return op;
 }
 

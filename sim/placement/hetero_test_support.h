@@ -15,10 +15,12 @@
 
 namespace lacuna::placement::testing {
 
-struct EncoderSpec {
-  int64_t layers = 2, hidden = 128, heads = 8, ffn = 512, tokens_per_image = 64, images_per_sample = 1;
-  int64_t token_merge = 1, projector_layers = 2;
-  bool frozen = false;
+// The compiler tests' small encoder (2 layers, 8 heads here) with a layout.
+struct EncoderSpec : compiler::testing::SmallEncoder {
+  EncoderSpec() {
+    layers = 2;
+    heads = 8;
+  }
   // Layout.
   int64_t tp = 1, cp = 1, pp = 1, dp = 8, first_rank = 0;
   bool sp = false;
@@ -43,24 +45,9 @@ inline scenario::LoadedScenario make_mllm(const compiler::testing::Small& llm, c
   spec.mutable_cluster()->set_num_nodes((total + llm.gpus_per_node - 1) / llm.gpus_per_node);
   int i = 0;
   for (const auto& e : encoders) {
-    auto* enc = spec.mutable_model()->add_encoders();
-    auto* t = enc->mutable_transformer();
-    t->set_name("vit" + std::to_string(i++));
-    t->set_num_layers(e.layers);
-    t->set_hidden_size(e.hidden);
-    t->set_num_attention_heads(e.heads);
-    t->set_num_kv_heads(e.heads);
-    t->set_ffn_hidden_size(e.ffn);
-    t->set_activation(scenario::GELU);
-    t->set_norm(scenario::LAYERNORM);
-    t->set_seq_length(e.tokens_per_image);
-    t->set_bidirectional_attention(true);
-    t->set_linear_bias(true);
-    t->set_position_embedding(scenario::Transformer::POSITION_LEARNED);
-    enc->set_frozen(e.frozen);
-    enc->mutable_projector()->set_token_merge(e.token_merge);
-    enc->mutable_projector()->set_num_layers(e.projector_layers);
-    enc->set_images_per_sample(e.images_per_sample);
+    compiler::testing::SmallEncoder named = e;
+    named.name = "vit" + std::to_string(i++);
+    auto* enc = compiler::testing::add_small_encoder(spec, named);
     auto* l = enc->mutable_layout();
     l->set_tp(e.tp);
     l->set_cp(e.cp);

@@ -68,21 +68,13 @@ ir::Op wait_op(ir::Phase phase, int32_t microbatch, int32_t event, int64_t value
 
 ir::Op send_op(ir::Phase phase, int32_t microbatch, int32_t slot, int64_t bytes, int32_t channel, int64_t tag) {
   ir::Op op = make_op(phase, microbatch);
-  auto* s = op.mutable_send();
-  s->set_peer_slot(slot);
-  s->set_bytes(bytes);
-  s->set_channel(channel);
-  s->set_tag(tag);
+  set_p2p(*op.mutable_send(), slot, bytes, channel, tag);
   return op;
 }
 
 ir::Op recv_op(ir::Phase phase, int32_t microbatch, int32_t slot, int64_t bytes, int32_t channel, int64_t tag) {
   ir::Op op = make_op(phase, microbatch);
-  auto* r = op.mutable_recv();
-  r->set_peer_slot(slot);
-  r->set_bytes(bytes);
-  r->set_channel(channel);
-  r->set_tag(tag);
+  set_p2p(*op.mutable_recv(), slot, bytes, channel, tag);
   return op;
 }
 
