@@ -4,6 +4,7 @@
 #include <variant>
 
 #include "sim/core/error.h"
+#include "sim/model/kernels.h"
 
 namespace lacuna::compiler {
 
@@ -11,13 +12,7 @@ int64_t steps_time_ns(const std::vector<model::Step>& steps, const cost::CostMod
   int64_t t = 0;
   for (const model::Step& step : steps) {
     if (const auto* k = std::get_if<model::Kernel>(&step)) {
-      ir::Compute c;
-      c.set_op_class(k->op_class);
-      c.set_role(k->role);
-      for (int64_t d : k->shape) c.add_shape(d);
-      c.set_flops(k->flops);
-      c.set_bytes(k->bytes);
-      t += cost.compute(c).count();
+      t += cost.compute(model::to_compute(*k)).count();
     } else {
       const auto& comm = std::get<model::CommPoint>(step);
       t += cost.collective(comm.kind, comm.bytes, comm.group == model::CommGroup::kTp ? groups.tp : groups.cp)

@@ -61,12 +61,7 @@ class Emitter {
     take_pending(ctx, [&](const Pending& p) {
       return p.consumer == ir::ROLE_UNSPECIFIED ? k.phase != ir::BACKWARD_WEIGHT : p.consumer == k.role;
     });
-    auto* c = b_.add(StreamId::kCompute, ctx)->mutable_compute();
-    c->set_op_class(k.op_class);
-    c->set_role(k.role);
-    for (int64_t d : k.shape) c->add_shape(d);
-    c->set_flops(k.flops);
-    c->set_bytes(k.bytes);
+    *b_.add(StreamId::kCompute, ctx)->mutable_compute() = model::to_compute(k);
   }
 
   // Waits for every outstanding collective (end of a pass: what follows, a

@@ -4,6 +4,28 @@
 
 namespace lacuna::model {
 
+ir::KernelVariant variant_of(ir::Phase phase) {
+  switch (phase) {
+    case ir::BACKWARD_INPUT:
+      return ir::VARIANT_BACKWARD_INPUT;
+    case ir::BACKWARD_WEIGHT:
+      return ir::VARIANT_BACKWARD_WEIGHT;
+    default:
+      return ir::VARIANT_FORWARD;
+  }
+}
+
+ir::Compute to_compute(const Kernel& k) {
+  ir::Compute c;
+  c.set_op_class(k.op_class);
+  c.set_role(k.role);
+  c.set_variant(variant_of(k.phase));
+  for (int64_t d : k.shape) c.add_shape(d);
+  c.set_flops(k.flops);
+  c.set_bytes(k.bytes);
+  return c;
+}
+
 Kernel gemm(ir::KernelRole role, ir::Phase phase, int64_t m, int64_t n, int64_t k) {
   Kernel g;
   g.op_class = ir::GEMM;

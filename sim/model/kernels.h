@@ -21,6 +21,12 @@ struct Kernel {
   bool is_matmul() const { return op_class == ir::GEMM || op_class == ir::ATTENTION; }
 };
 
+// The variant of its class a kernel of this phase runs (program.proto).
+ir::KernelVariant variant_of(ir::Phase phase);
+
+// The IR form of a kernel: class, role, variant, shape, FLOPs and bytes.
+ir::Compute to_compute(const Kernel& k);
+
 inline constexpr int64_t kBf16 = 2;
 inline constexpr int64_t kFp32 = 4;
 

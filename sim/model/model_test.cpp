@@ -518,3 +518,35 @@ TEST(Head, LogitsAndLossPerRank) {
 
 }  // namespace
 }  // namespace lacuna::model
+
+namespace lacuna::model {
+namespace {
+
+// Calibration tables key on the kernel variant: a backward kernel with its
+// forward's shape must not be mistaken for it, and GEMM variants fix the
+// operand layouts a benchmark runs.
+TEST(KernelVariant, IrFormCarriesTheVariantOfThePhase) {
+  const LayerShape s = gpt3();
+  std::map<ir::KernelVariant, int> gemms;
+  for (const Step& st : layer_backward(s, scenario::RECOMPUTE_SELECTIVE)) {
+    const auto* k = std::get_if<Kernel>(&st);
+    if (k == nullptr) continue;
+    const ir::Compute c = to_compute(*k);
+    EXPECT_EQ(c.op_class(), k->op_class);
+    EXPECT_EQ(c.role(), k->role);
+    EXPECT_EQ(c.flops(), k->flops);
+    EXPECT_EQ(c.bytes(), k->bytes);
+    EXPECT_EQ(std::vector<int64_t>(c.shape().begin(), c.shape().end()), k->shape);
+    EXPECT_EQ(c.variant(), variant_of(k->phase));
+    if (k->op_class == ir::GEMM) ++gemms[c.variant()];
+    if (k->phase == ir::RECOMPUTE) EXPECT_EQ(c.variant(), ir::VARIANT_FORWARD) << "recompute runs forward kernels";
+  }
+  // Four linears per layer: each has one dgrad and one wgrad.
+  EXPECT_EQ(gemms[ir::VARIANT_BACKWARD_INPUT], 4);
+  EXPECT_EQ(gemms[ir::VARIANT_BACKWARD_WEIGHT], 4);
+  EXPECT_EQ(variant_of(ir::FORWARD), ir::VARIANT_FORWARD);
+  EXPECT_EQ(variant_of(ir::OPTIMIZER_STEP), ir::VARIANT_FORWARD);
+}
+
+}  // namespace
+}  // namespace lacuna::model

@@ -130,12 +130,7 @@ void StepEmitter::kernel(const model::Kernel& k, OpCtx ctx) {
       ++it;
     }
   }
-  auto* c = ed_.add(ed_.compute(), ctx)->mutable_compute();
-  c->set_op_class(k.op_class);
-  c->set_role(k.role);
-  for (int64_t d : k.shape) c->add_shape(d);
-  c->set_flops(k.flops);
-  c->set_bytes(k.bytes);
+  *ed_.add(ed_.compute(), ctx)->mutable_compute() = model::to_compute(k);
 }
 
 void StepEmitter::flush(const OpCtx& ctx) {

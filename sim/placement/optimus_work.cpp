@@ -40,13 +40,8 @@ class PassBuilder {
         op.op.set_phase(k->phase);
         op.op.set_layer(static_cast<int32_t>(layer));
         op.op.set_module(module);
-        auto* c = op.op.mutable_compute();
-        c->set_op_class(k->op_class);
-        c->set_role(k->role);
-        for (int64_t d : k->shape) c->add_shape(d);
-        c->set_flops(k->flops);
-        c->set_bytes(k->bytes);
-        op.duration_ns = cost_.compute(*c).count();
+        *op.op.mutable_compute() = model::to_compute(*k);
+        op.duration_ns = cost_.compute(op.op.compute()).count();
         pass_.ops.push_back(std::move(op));
         out.last_kernel = static_cast<int32_t>(pass_.ops.size()) - 1;
         if (k->phase == ir::RECOMPUTE) out.last_recompute = out.last_kernel;
@@ -376,11 +371,7 @@ EncoderWork build_encoder_work(const scenario::Scenario& spec, const Geometry& g
     }
     const int64_t updated = w.distributed_optimizer ? (st.trainable_parameters + dp - 1) / dp : st.trainable_parameters;
     const model::Kernel k = model::adam_step(updated);
-    st.optimizer.set_op_class(k.op_class);
-    st.optimizer.set_role(k.role);
-    for (int64_t d : k.shape) st.optimizer.add_shape(d);
-    st.optimizer.set_flops(k.flops);
-    st.optimizer.set_bytes(k.bytes);
+    st.optimizer = model::to_compute(k);
     st.optimizer_ns = cost.compute(st.optimizer).count();
   }
   return w;
