@@ -27,6 +27,9 @@ class CostModel {
   virtual ~CostModel() = default;
   // Short description for reports, e.g. "analytic (roofline + NCCL ring/tree)".
   virtual std::string_view name() const = 0;
+  // How kernels alone are timed, for reports in which something else (the
+  // flow-level network) times communication.
+  virtual std::string_view compute_name() const { return "roofline compute"; }
   virtual TimeNs compute(const ir::Compute& op) const = 0;
   virtual TimeNs collective(ir::CollectiveKind kind, int64_t bytes, const GroupShape& group) const = 0;
   virtual TimeNs p2p(int64_t bytes, bool same_node) const = 0;

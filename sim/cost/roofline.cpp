@@ -34,8 +34,9 @@ double peak_flops_for(const scenario::GpuSpec& gpu, scenario::Precision precisio
     case scenario::BF16: has = gpu.has_peak_bf16_tflops(); tflops = gpu.peak_bf16_tflops(); name = "peak_bf16_tflops"; break;
     case scenario::FP16: has = gpu.has_peak_fp16_tflops(); tflops = gpu.peak_fp16_tflops(); name = "peak_fp16_tflops"; break;
     case scenario::FP8: has = gpu.has_peak_fp8_tflops(); tflops = gpu.peak_fp8_tflops(); name = "peak_fp8_tflops"; break;
+    case scenario::FP32: has = gpu.has_peak_fp32_tflops(); tflops = gpu.peak_fp32_tflops(); name = "peak_fp32_tflops"; break;
     default:
-      throw Error(field("training.precision"), "precision not set", "one of BF16, FP16, FP8");
+      throw Error(field("training.precision"), "precision not set", "one of BF16, FP16, FP8, FP32");
   }
   if (!has) throw Error(field("cluster.gpu." + name), "not set", "dense tensor-core peak in TFLOP/s");
   if (!(tflops > 0) || !std::isfinite(tflops)) {

@@ -22,6 +22,14 @@ ir::Program compile_as(const scenario::LoadedScenario& scenario, scenario::Place
   // Optimus and the balanced partition time kernels while planning; they use
   // the model the simulation will use.
   const auto cost = cost::make_analytic_cost_model(spec.cluster(), spec.training().precision());
+  return compile_as(scenario, kind, *cost);
+}
+
+ir::Program compile_as(const scenario::LoadedScenario& scenario, scenario::PlacementKind kind,
+                       const cost::CostModel& cost_model) {
+  const auto& spec = scenario.spec;
+  if (spec.model().encoders_size() == 0) return compiler::compile(scenario);
+  const cost::CostModel* cost = &cost_model;
   switch (kind) {
     case scenario::MEGATRON_BASELINE:
     case scenario::MEGATRON_BALANCED: {
@@ -59,6 +67,10 @@ ir::Program compile_as(const scenario::LoadedScenario& scenario, scenario::Place
 
 ir::Program compile(const scenario::LoadedScenario& scenario) {
   return compile_as(scenario, scenario.spec.placement().kind());
+}
+
+ir::Program compile(const scenario::LoadedScenario& scenario, const cost::CostModel& cost) {
+  return compile_as(scenario, scenario.spec.placement().kind(), cost);
 }
 
 std::vector<scenario::PlacementKind> applicable_placements(const scenario::LoadedScenario& scenario) {

@@ -5,17 +5,26 @@
 
 #include <vector>
 
+#include "sim/cost/cost_model.h"
 #include "sim/proto/program.pb.h"
 #include "sim/scenario/scenario.h"
 
 namespace lacuna::placement {
 
 // The scenario's own placement (placement.kind; LLM-only: plain compile).
+// Placements that time kernels while planning (Optimus, Megatron balanced,
+// heterogeneous) use the analytic cost model of the scenario's cluster.
 ir::Program compile(const scenario::LoadedScenario& scenario);
+
+// The same with the cost model the simulation will use (e.g. a calibrated
+// one), so that planning and simulation agree on kernel times.
+ir::Program compile(const scenario::LoadedScenario& scenario, const cost::CostModel& cost);
 
 // The same workload under another placement (`lacuna compare`). Throws
 // lacuna::Error naming what is missing when `kind` does not apply.
 ir::Program compile_as(const scenario::LoadedScenario& scenario, scenario::PlacementKind kind);
+ir::Program compile_as(const scenario::LoadedScenario& scenario, scenario::PlacementKind kind,
+                       const cost::CostModel& cost);
 
 // Placements `lacuna compare` runs for this scenario, in table order:
 // Megatron baseline, Megatron balanced (interleaved-capable shapes), Optimus,

@@ -88,6 +88,37 @@ using json_util::Json;
 using json_util::secs;
 using json_util::time_stats;
 
+// {"profile", "device", "kernels": {exact, interpolated, extrapolated},
+//  "time_s": {...}, "time_fraction": {...}, "by_class": {"GEMM": {kernels, time_s, time_fraction}, ...}}
+Json coverage_row(const CalibrationCoverage::Row& r) {
+  static constexpr const char* kKind[] = {"exact", "interpolated", "extrapolated"};
+  Json kernels, time, fraction;
+  const int64_t total = r.time_ns();
+  for (int k = 0; k < CalibrationCoverage::kKinds; ++k) {
+    const auto& sh = r.shares[static_cast<size_t>(k)];
+    kernels[kKind[k]] = sh.kernels;
+    time[kKind[k]] = secs(sh.time_ns);
+    fraction[kKind[k]] = total > 0 ? static_cast<double>(sh.time_ns) / static_cast<double>(total) : 0.0;
+  }
+  Json j;
+  j["kernels"] = std::move(kernels);
+  j["time_s"] = std::move(time);
+  j["time_fraction"] = std::move(fraction);
+  return j;
+}
+
+Json calibration_json(const CalibrationCoverage& c) {
+  Json j;
+  j["profile"] = c.profile;
+  j["device"] = c.device;
+  const Json total = coverage_row(c.total);
+  for (auto it = total.begin(); it != total.end(); ++it) j[it.key()] = it.value();
+  Json classes = Json::object();
+  for (const auto& r : c.classes) classes[r.op_class] = coverage_row(r);
+  j["by_class"] = std::move(classes);
+  return j;
+}
+
 Json rank_entry(const RankAccount& r, bool folded, bool multimodal) {
   Json j;
   if (folded) {
@@ -176,6 +207,7 @@ std::string summary_json(const Summary& s) {
   // Network outputs, only when the caller filled them (docs/outputs.md).
   if (s.comm) top["comm"] = comm_json(*s.comm);
   if (s.links) top["links"] = links_json(*s.links);
+  if (s.calibration) top["calibration"] = calibration_json(*s.calibration);
 
   std::string ranks = "[";
   for (size_t i = 0; i < s.ranks.size(); ++i) {

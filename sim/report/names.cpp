@@ -107,6 +107,7 @@ std::string_view precision_name(scenario::Precision precision) {
     case scenario::BF16: return "bf16";
     case scenario::FP16: return "fp16";
     case scenario::FP8: return "fp8";
+    case scenario::FP32: return "fp32";
     default: return "unspecified";
   }
 }

@@ -26,6 +26,26 @@ struct Stats {
   int32_t worst_rank = -1;  // simulated rank with the max (lowest rank on ties)
 };
 
+// Where a calibrated run's kernel times came from (`lacuna simulate
+// --calibration`): distinct kernels (class, variant, shape) and kernel time
+// summed over every rank of the job, by lookup kind, overall and per op class.
+struct CalibrationCoverage {
+  static constexpr int kKinds = 3;  // exact, interpolated, extrapolated
+  struct Share {
+    int64_t kernels = 0;
+    int64_t time_ns = 0;
+  };
+  struct Row {
+    std::string op_class;  // "GEMM", ...; empty for the total
+    std::array<Share, kKinds> shares{};
+    int64_t time_ns() const { return shares[0].time_ns + shares[1].time_ns + shares[2].time_ns; }
+  };
+  std::string profile;  // the profile file
+  std::string device;   // the device it was measured on
+  Row total;
+  std::vector<Row> classes;  // in OpClass order
+};
+
 struct Summary {
   std::string scenario_name;
   std::string cost_model;
@@ -55,6 +75,8 @@ struct Summary {
   // (CommAccounting) and the busiest links (summarize_links / analytic_links).
   std::optional<CommSummary> comm;
   std::optional<LinkSummary> links;
+  // Set by the caller for a calibrated run (unset: the reports leave it out).
+  std::optional<CalibrationCoverage> calibration;
 
   // A multimodal program (ProgramInfo.modules non-empty): the reports add the
   // placement, the modules, encoder compute and the boundary / encoder-comm

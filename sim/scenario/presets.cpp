@@ -181,10 +181,11 @@ double peak_flops_per_s(const GpuSpec& gpu, Precision precision) {
     case BF16: return need(gpu.has_peak_bf16_tflops(), gpu.peak_bf16_tflops(), "peak_bf16_tflops");
     case FP16: return need(gpu.has_peak_fp16_tflops(), gpu.peak_fp16_tflops(), "peak_fp16_tflops");
     case FP8: return need(gpu.has_peak_fp8_tflops(), gpu.peak_fp8_tflops(), "peak_fp8_tflops");
+    case FP32: return need(gpu.has_peak_fp32_tflops(), gpu.peak_fp32_tflops(), "peak_fp32_tflops");
     default:
       throw Error(SourceLocation{{}, 0, 0, "training.precision"},
                   "precision " + std::to_string(static_cast<int>(precision)) + " has no peak FLOP/s",
-                  "use BF16, FP16 or FP8");
+                  "use BF16, FP16, FP8 or FP32");
   }
 }
 

@@ -148,6 +148,7 @@ void check_precision(const Scenario& spec, const Checker& c) {
     case BF16: has = g.has_peak_bf16_tflops(); field = "peak_bf16_tflops"; break;
     case FP16: has = g.has_peak_fp16_tflops(); field = "peak_fp16_tflops"; break;
     case FP8: has = g.has_peak_fp8_tflops(); field = "peak_fp8_tflops"; break;
+    case FP32: has = g.has_peak_fp32_tflops(); field = "peak_fp32_tflops"; break;
     default: return;  // rejected by validate_training
   }
   if (has) return;

@@ -26,8 +26,8 @@
 #include "sim/report/rank_spec.h"
 #include "sim/report/summary.h"
 #include "sim/scenario/scenario.h"
+#include "tools/cli/calibration_option.h"
 #include "tools/cli/commands.h"
-#include "tools/cli/lazy_cost_model.h"
 #include "tools/cli/load_input.h"
 #include "tools/cli/network_option.h"
 
@@ -44,6 +44,7 @@ struct CompareOptions {
   int32_t rank = 0;
   std::string out_dir = "lacuna-out";
   NetworkMode network = NetworkMode::kFlow;
+  CalibrationOption calibration;
 };
 
 using Clock = std::chrono::steady_clock;
@@ -56,8 +57,12 @@ struct Run {
   std::string cost_model;
 };
 
-Run simulate(const ir::Program& program, bool fold, NetworkMode mode, std::optional<int32_t> rank) {
-  const LazyAnalyticCostModel cost(program.cluster(), program.info().precision());
+// `calibrated`: the --calibration model; null: the program's own lazy analytic model, as always.
+Run simulate(const ir::Program& program, const cost::CostModel* calibrated, bool fold, NetworkMode mode,
+             std::optional<int32_t> rank) {
+  const std::unique_ptr<cost::CostModel> analytic =
+      calibrated != nullptr ? nullptr : make_cost_model({}, program.cluster(), program.info().precision());
+  const cost::CostModel& cost = calibrated != nullptr ? *calibrated : *analytic;
   const NetworkSetup network(program, mode);
   engine::Simulator sim(program, cost, network.apply(engine::SimulationOptions{.fold = fold}));
   report::BubbleAccounting accounting;
@@ -68,7 +73,8 @@ Run simulate(const ir::Program& program, bool fold, NetworkMode mode, std::optio
     sim.add_observer(&*svg);
   }
   sim.run();
-  Run run{report::summarize(program, accounting, network.describe(cost), fold), std::nullopt, network.describe(cost)};
+  const std::string described = network.describe(cost);
+  Run run{report::summarize(program, accounting, described, fold), std::nullopt, described};
   if (svg) {
     std::vector<report::TimelineRow> rows = svg->rows();
     if (!rows.empty()) run.row = std::move(rows.front());
@@ -139,6 +145,12 @@ int run_compare(const CompareOptions& o) {
                 "lacuna compare needs a multimodal scenario: model.encoders is empty",
                 "add an encoder to `model`, or run `lacuna simulate` for an LLM-only scenario");
   }
+  // With --calibration one model plans and times every placement (the profile
+  // is read and the device checked now).
+  const std::unique_ptr<cost::CostModel> calibrated =
+      o.calibration.enabled()
+          ? make_cost_model(o.calibration, loaded.spec.cluster(), loaded.spec.training().precision(), o.scenario)
+          : nullptr;
 
   if (!o.no_svg && o.rank >= scenario::num_gpus(loaded.spec)) {
     throw Error(SourceLocation{{}, 0, 0, "--rank"},
@@ -180,7 +192,7 @@ int run_compare(const CompareOptions& o) {
                            std::string& error, std::string& reason) {
     const bool has_rank = drawn && *drawn < program.ranks_size();
     try {
-      run = simulate(program, fold, o.network, has_rank ? drawn : std::nullopt);
+      run = simulate(program, calibrated.get(), fold, o.network, has_rank ? drawn : std::nullopt);
       if (cmp.cost_model.empty()) cmp.cost_model = run->cost_model;
     } catch (const engine::DeadlockError& e) {
       print_deadlock(what, e);
@@ -199,7 +211,7 @@ int run_compare(const CompareOptions& o) {
     std::optional<ir::Program> program;
     const auto t0 = Clock::now();
     try {
-      program = placement::compile_as(loaded, kind);
+      program = calibrated ? placement::compile_as(loaded, kind, *calibrated) : placement::compile_as(loaded, kind);
     } catch (const Error& e) {
       outcome.error = e.what();
       outcome.reason = reason_of(e);
@@ -219,7 +231,8 @@ int run_compare(const CompareOptions& o) {
   {
     std::optional<ir::Program> program;
     try {
-      program = placement::compile(placement::llm_only(loaded));
+      const scenario::LoadedScenario llm = placement::llm_only(loaded);
+      program = calibrated ? placement::compile(llm, *calibrated) : placement::compile(llm);
     } catch (const Error& e) {
       cmp.llm_only_error = e.what();
     }
@@ -286,6 +299,7 @@ void add_compare_command(CLI::App& app, Action& action) {
   sub->add_flag("--no-svg", o->no_svg, "do not write the SVG");
   sub->add_flag("--full", o->full, "simulate every rank (default: one representative per class of identical ranks)");
   add_network_option(sub, o->network);
+  add_calibration_options(sub, o->calibration);
   sub->add_option("--rank", o->rank, "rank whose timeline the SVG shows for every placement")->capture_default_str();
   sub->add_option("--out-dir", o->out_dir, "directory for the default SVG (created if missing)")->capture_default_str();
   sub->callback([o, &action] { action = [o] { return run_compare(*o); }; });

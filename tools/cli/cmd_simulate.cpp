@@ -19,8 +19,8 @@
 #include "sim/report/summary.h"
 #include "sim/report/terminal_report.h"
 #include "sim/report/trace_writer.h"
+#include "tools/cli/calibration_option.h"
 #include "tools/cli/commands.h"
-#include "tools/cli/lazy_cost_model.h"
 #include "tools/cli/load_input.h"
 #include "tools/cli/network_option.h"
 
@@ -39,6 +39,7 @@ struct SimulateOptions {
   bool no_trace = false;
   bool no_svg = false;
   NetworkMode network = NetworkMode::kFlow;
+  CalibrationOption calibration;
 };
 
 void ensure_directory(const std::string& dir) {
@@ -50,7 +51,15 @@ void ensure_directory(const std::string& dir) {
 }
 
 int run_simulate(const SimulateOptions& o) {
-  const ir::Program program = load_program_input(o.input);
+  // The cost model compiles (plans) and times the program: calibrated with
+  // --calibration, else the lazily built analytic model.
+  const SimulationInput input = load_simulation_input(o.input, o.calibration);
+  const ir::Program& program = input.program;
+  const cost::CostModel& cost = *input.cost;
+  // Coverage walks the program's kernels before the run: a kernel class the
+  // profile lacks fails here, before any output file is opened.
+  std::optional<report::CalibrationCoverage> coverage;
+  if (const auto* calibrated = input.calibrated()) coverage = coverage_section(*calibrated, program);
   const report::RankSpec spec = report::parse_rank_spec(o.trace_ranks);
   (void)report::select_ranks(spec, program);  // a bad selection fails before the run
 
@@ -60,7 +69,6 @@ int run_simulate(const SimulateOptions& o) {
   const std::string svg_path = o.no_svg ? std::string() : (!o.svg.empty() ? o.svg : o.out_dir + "/" + stem + ".svg");
   if ((!o.no_trace && o.trace.empty()) || (!o.no_svg && o.svg.empty())) ensure_directory(o.out_dir);
 
-  const LazyAnalyticCostModel cost(program.cluster(), program.info().precision());
   NetworkSetup network(program, o.network);
   engine::Simulator sim(program, cost, network.apply(engine::SimulationOptions{.fold = o.fold}));
   report::BubbleAccounting accounting;
@@ -93,6 +101,7 @@ int run_simulate(const SimulateOptions& o) {
   summary.links = network.flow() != nullptr
                       ? report::summarize_links(network.flow()->links(), network.flow()->link_stats(result.end_time))
                       : report::analytic_links();
+  summary.calibration = std::move(coverage);
   if (svg_file) svg_file->write(svg->render());
   if (json_file) json_file->write(report::summary_json(summary));
   if (trace) trace->commit();
@@ -119,6 +128,7 @@ void add_simulate_command(CLI::App& app, Action& action) {
       ->required();
   sub->add_flag("--fold", o->fold, "simulate one representative per class of identical ranks");
   add_network_option(sub, o->network);
+  add_calibration_options(sub, o->calibration);
   sub->add_option("--json", o->json, "write the summary as JSON to FILE");
   sub->add_option("--trace", o->trace, "write the Perfetto trace to FILE (default DIR/<scenario>.trace.json)");
   sub->add_option("--svg", o->svg, "write the pipeline picture to FILE (default DIR/<scenario>.svg)");

@@ -11,8 +11,12 @@
 
 namespace lacuna::cli {
 
-ir::Program load_program_input(const std::string& path) {
-  if (std::filesystem::path(path).extension() == ".pb") {
+bool is_program_file(const std::string& path) { return std::filesystem::path(path).extension() == ".pb"; }
+
+ir::Program load_program_input(const std::string& path) { return load_program_input(path, nullptr); }
+
+ir::Program load_program_input(const std::string& path, const cost::CostModel* planning_cost) {
+  if (is_program_file(path)) {
     std::ifstream in(path, std::ios::binary);
     if (!in) throw Error(SourceLocation{path, 0, 0, {}}, "cannot open the program file", "check the path");
     std::stringstream buf;
@@ -27,7 +31,8 @@ ir::Program load_program_input(const std::string& path) {
   }
   // LLM-only scenarios compile exactly as before (compiler::compile); a
   // multimodal one in its own placement (placement.kind).
-  return placement::compile(scenario::load_scenario(path));
+  const scenario::LoadedScenario loaded = scenario::load_scenario(path);
+  return planning_cost != nullptr ? placement::compile(loaded, *planning_cost) : placement::compile(loaded);
 }
 
 std::string file_stem_for(const std::string& scenario_name, const std::string& input_path) {

@@ -70,7 +70,7 @@ engine::SimulationOptions NetworkSetup::apply(engine::SimulationOptions options)
 
 std::string NetworkSetup::describe(const cost::CostModel& cost) const {
   if (!lazy_) return std::string(cost.name());
-  return "roofline compute; " + std::string(lazy_->name());
+  return std::string(cost.compute_name()) + "; " + std::string(lazy_->name());
 }
 
 }  // namespace lacuna::cli

@@ -1,0 +1,46 @@
+// `lacuna calibrate`: measure the kernels (and, on GPUs, the NCCL
+// collectives) a scenario runs and write a calibration profile for
+// `lacuna simulate --calibration`. The steps, each in its own file:
+// shapes.h (what the scenario runs), grid.h (what to measure),
+// cpu_probe.h (CPU time estimates and the skip rule), bench_driver.h (Google
+// Benchmark timing), nccl_collectives.h (collectives), device_query.h and
+// profile_builder.h (the profile). docs/_draft_calibrate.md describes it.
+#pragma once
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "sim/proto/program.pb.h"
+
+namespace lacuna::calibrate {
+
+enum class DeviceChoice { kAuto, kCpu, kGpu };
+
+struct CalibrateOptions {
+  std::vector<std::string> scenarios;  // empty: the built-in family set of the device
+  DeviceChoice device = DeviceChoice::kAuto;
+  std::string output;
+  int repetitions = 0;             // 0: the device's default (GPU 20, CPU 5)
+  int warmup = -1;                 // -1: the device's default (GPU 5, CPU 1)
+  double max_point_seconds = 0.5;  // CPU: skip points estimated slower than this
+  bool grid = true;
+  bool collectives = true;
+  std::vector<ir::OpClass> only;   // empty: every class
+};
+
+// Parses "GEMM,attention" into op classes; throws lacuna::Error naming an unknown one.
+std::vector<ir::OpClass> parse_op_classes(const std::string& list);
+
+// The shipped scenario used as the default family set ("scenarios/cpu/..."),
+// found relative to the working directory or the lacuna binary.
+std::string find_shipped_file(const std::string& relative);
+inline constexpr const char* kDefaultCpuScenario = "scenarios/cpu/tiny-mllm-cpu-8rank.pbtxt";
+inline constexpr const char* kDefaultGpuScenario = "scenarios/mllm/optimus-vit22b-gpt175b-3072.pbtxt";
+
+// Runs everything, prints the plan and summary on `out` and the device choice,
+// progress and warnings on `err`, and writes the profile (atomically). Returns
+// the exit code; user errors throw lacuna::Error.
+int run_calibrate(const CalibrateOptions& options, std::FILE* out, std::FILE* err);
+
+}  // namespace lacuna::calibrate

@@ -1,0 +1,61 @@
+// The GPU form of a KernelCase: one Compute op of the program IR run by the
+// CUDA kernels of gpu_kernels.h (and cuBLAS for GEMM) at the op's class,
+// variant and shape, on seeded random non-zero inputs. What `lacuna
+// calibrate` times on a GPU.
+//
+// Per class and variant (shapes as program.proto; sim/model/layer.cpp forms them):
+//   GEMM [m, n, k(, batch)]     FORWARD C = A·B (X·W); BACKWARD_INPUT C = A·Bᵀ
+//                               (dY·Wᵀ, W stored [n, k]); BACKWARD_WEIGHT C = Aᵀ·B
+//                               (Xᵀ·dY, X stored [k, m]); batch > 1: strided batched.
+//   ATTENTION [b, h, sq, skv, d, causal, kv_heads]
+//                               FORWARD (O, LSE); BACKWARD_INPUT (dQ, dK, dV; O and
+//                               LSE come from a forward run at setup). d <= 256.
+//   LAYERNORM, RMSNORM [t, h]   FORWARD / BACKWARD_INPUT (dx and dgamma/dbeta).
+//   GELU [n]                    FORWARD / BACKWARD_INPUT, tanh form.
+//   SWIGLU [t, f]               FORWARD / BACKWARD_INPUT on x[t, 2f].
+//   RESIDUAL_ADD [n]            FORWARD / BACKWARD_INPUT: out = a + b.
+//   CROSS_ENTROPY [t, v]        FORWARD (loss, lse) / BACKWARD_INPUT (dlogits).
+//   SOFTMAX [rows, cols]        FORWARD / BACKWARD_INPUT, row softmax.
+//   ELEMENTWISE [n]             FORWARD / BACKWARD_INPUT: y = 0.9·x (a dropout-like pass).
+//   EMBEDDING [t, h, v]         FORWARD gather; BACKWARD_WEIGHT scatter-add into fp32.
+//   OPTIMIZER [p]               FORWARD: one AdamW step on fp32 master weights.
+// Anything else is a lacuna::Error naming class, variant and shape.
+//
+// Rotating input sets: enough complete copies of the buffers that all sets
+// together exceed 2× the L2 cache (cudaDevAttrL2CacheSize), at most 8 sets
+// and at most 25% of the free device memory; one set that does not fit in
+// that budget is an error. run_once_ns() launches once on the next set
+// between two CUDA events and returns the elapsed GPU time.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "kernels/gpu_kernels.h"
+#include "kernels/kernel_case.h"
+#include "sim/proto/program.pb.h"
+
+namespace lacuna::kernels {
+
+using gpu::gpu_available;           // never throws
+using gpu::gpu_unavailable_reason;  // "" when a GPU and cuBLAS are usable
+
+struct GpuCaseOptions {
+  uint64_t seed = 1;
+  int max_sets = 8;
+  double max_free_fraction = 0.25;  // of cudaMemGetInfo's free bytes, all sets together
+};
+
+// Builds the case and allocates and fills its sets on ctx's device. Throws
+// lacuna::Error for an unsupported class / variant / shape, for a set that
+// does not fit, and ("built without CUDA") in builds without CUDA.
+std::unique_ptr<KernelCase> make_gpu_case(const ir::Compute& op, gpu::Context& ctx,
+                                          const GpuCaseOptions& options = {});
+
+// How many rotating sets of `per_set_bytes`: the fewest whose total exceeds
+// 2 × l2_bytes, capped at max_sets and at budget_bytes in all. Throws
+// lacuna::Error when even one set exceeds budget_bytes. Pure; for tests.
+int gpu_case_set_count(int64_t per_set_bytes, int64_t l2_bytes, int64_t budget_bytes, int max_sets = 8);
+
+}  // namespace lacuna::kernels

@@ -1,0 +1,65 @@
+// `lacuna calibrate`: measure kernel (and, on GPUs, NCCL collective) times
+// and write a calibration profile for `lacuna simulate --calibration`. The
+// work is in calib/calibrate.h; this file is the command line.
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "calib/calibrate.h"
+#include "tools/cli/commands.h"
+
+namespace lacuna::cli {
+
+namespace {
+
+struct CalibrateCliOptions {
+  calibrate::CalibrateOptions options;
+  bool cpu = false;
+  bool gpu = false;
+  bool no_grid = false;
+  bool no_collectives = false;
+  std::vector<std::string> only;
+};
+
+int run(CalibrateCliOptions& c) {
+  calibrate::CalibrateOptions o = c.options;
+  o.device = c.cpu ? calibrate::DeviceChoice::kCpu
+                   : (c.gpu ? calibrate::DeviceChoice::kGpu : calibrate::DeviceChoice::kAuto);
+  o.grid = !c.no_grid;
+  o.collectives = !c.no_collectives;
+  for (const std::string& s : c.only) {
+    for (ir::OpClass k : calibrate::parse_op_classes(s)) o.only.push_back(k);
+  }
+  return calibrate::run_calibrate(o, stdout, stderr);
+}
+
+}  // namespace
+
+void add_calibrate_command(CLI::App& app, Action& action) {
+  auto c = std::make_shared<CalibrateCliOptions>();
+  CLI::App* sub = app.add_subcommand(
+      "calibrate", "Measure kernel and collective times on this machine and write a calibration profile");
+  sub->add_option("--scenario", c->options.scenarios,
+                  "measure the kernels this scenario runs (repeatable); default: a built-in family set "
+                  "(GPU: ViT-22B + GPT-175B TP-8 layers; CPU: scenarios/cpu/tiny-mllm-cpu-8rank.pbtxt)");
+  auto* cpu = sub->add_flag("--cpu", c->cpu, "calibrate the float32 CPU reference kernels");
+  auto* gpu = sub->add_flag("--gpu", c->gpu, "calibrate GPU 0 (CUDA kernels, cuBLAS) and NCCL on all local GPUs");
+  cpu->excludes(gpu);
+  sub->add_option("-o,--output", c->options.output, "profile to write (protobuf text, written atomically)")
+      ->required();
+  sub->add_option("--repetitions", c->options.repetitions, "timed runs per point (default: GPU 20, CPU 5)")
+      ->check(CLI::PositiveNumber);
+  sub->add_option("--warmup", c->options.warmup, "untimed runs before the timed ones (default: GPU 5, CPU 1)")
+      ->check(CLI::NonNegativeNumber);
+  sub->add_option("--max-point-seconds", c->options.max_point_seconds,
+                  "CPU: skip points estimated to take longer than this per run (default 0.5); the simulator "
+                  "extrapolates them")
+      ->check(CLI::PositiveNumber);
+  sub->add_flag("--no-grid", c->no_grid, "measure only the exact shapes of the scenario(s), no interpolation grid");
+  sub->add_flag("--no-collectives", c->no_collectives, "skip the NCCL collective benchmarks");
+  sub->add_option("--only", c->only, "measure only these op classes, e.g. GEMM,ATTENTION")->delimiter(',');
+  sub->callback([c, &action] { action = [c] { return run(*c); }; });
+}
+
+}  // namespace lacuna::cli
