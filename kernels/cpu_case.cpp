@@ -32,19 +32,6 @@ const char* class_name(ir::OpClass c) {
   return n.empty() ? "OP_CLASS?" : n.c_str();
 }
 
-const char* variant_short(ir::KernelVariant v) {
-  switch (v) {
-    case ir::VARIANT_FORWARD:
-      return "fwd";
-    case ir::VARIANT_BACKWARD_INPUT:
-      return "bwd-input";
-    case ir::VARIANT_BACKWARD_WEIGHT:
-      return "bwd-weight";
-    default:
-      return "variant?";
-  }
-}
-
 // SplitMix64: fast, seeded, good enough for benchmark inputs.
 struct Rng {
   std::uint64_t s;
@@ -496,17 +483,6 @@ std::int64_t read_cache_size_file(const std::filesystem::path& p) {
 }
 
 }  // namespace
-
-std::string describe_op(ir::OpClass op_class, ir::KernelVariant variant, std::span<const std::int64_t> shape) {
-  std::string dims;
-  for (std::int64_t d : shape) {
-    if (!dims.empty()) dims.push_back(',');
-    dims.append(std::to_string(d));
-  }
-  std::string out = class_name(op_class);
-  out.append(" ").append(variant_short(variant)).append(" [").append(dims).append("]");
-  return out;
-}
 
 bool cpu_case_supported(ir::OpClass op_class, ir::KernelVariant variant) {
   switch (op_class) {

@@ -69,9 +69,6 @@ std::unique_ptr<KernelCase> make_cpu_case(const ir::Compute& op);
 // Whether make_cpu_case handles this class and variant (shapes aside).
 bool cpu_case_supported(ir::OpClass op_class, ir::KernelVariant variant);
 
-// "GEMM fwd [512,768,256]" — class, variant and shape, for messages.
-std::string describe_op(ir::OpClass op_class, ir::KernelVariant variant, std::span<const std::int64_t> shape);
-
 // The last-level cache in bytes: sysconf(_SC_LEVEL3_CACHE_SIZE), else the
 // largest cache level in /sys/devices/system/cpu/cpu0/cache, else 32 MiB.
 std::int64_t last_level_cache_bytes();

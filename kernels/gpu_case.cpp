@@ -17,31 +17,6 @@ using gpu::Context;
 using gpu::DeviceBuffer;
 using gpu::DType;
 
-const char* variant_short(ir::KernelVariant v) {
-  switch (v) {
-    case ir::VARIANT_FORWARD:
-      return "fwd";
-    case ir::VARIANT_BACKWARD_INPUT:
-      return "bwd-input";
-    case ir::VARIANT_BACKWARD_WEIGHT:
-      return "bwd-weight";
-    default:
-      return "variant?";
-  }
-}
-
-// "GEMM fwd [4096,4608,12288]"
-std::string describe_op(const ir::Compute& op) {
-  std::string name = ir::OpClass_Name(op.op_class());
-  if (name.empty()) name = "OpClass " + std::to_string(static_cast<int>(op.op_class()));
-  std::string s = name + " " + variant_short(op.variant()) + " [";
-  for (int i = 0; i < op.shape_size(); ++i) {
-    if (i > 0) s += ',';
-    s += std::to_string(op.shape(i));
-  }
-  return s + "]";
-}
-
 [[noreturn]] void unsupported(const ir::Compute& op, const std::string& why) {
   throw Error("no GPU kernel for " + describe_op(op) + ": " + why);
 }
@@ -55,7 +30,7 @@ void expect_rank(const ir::Compute& op, std::initializer_list<int> ranks, const 
 
 void expect_variant(const ir::Compute& op, std::initializer_list<ir::KernelVariant> variants) {
   if (std::find(variants.begin(), variants.end(), op.variant()) == variants.end())
-    unsupported(op, std::string("variant ") + variant_short(op.variant()) + " is not a kernel of this class");
+    unsupported(op, std::string("variant ") + ir::KernelVariant_Name(op.variant()) + " is not a kernel of this class");
 }
 
 int64_t dim(const ir::Compute& op, int i) {

@@ -7,7 +7,10 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
+
+#include "sim/proto/program.pb.h"
 
 namespace lacuna::kernels {
 
@@ -30,5 +33,10 @@ class KernelCase {
   // Bytes of inputs and outputs this case keeps resident (all rotating sets).
   virtual int64_t resident_bytes() const = 0;
 };
+
+// "GEMM fwd [512,768,256]": class, variant and shape, for progress lines and
+// errors (variants: fwd, bwd-input, bwd-weight).
+std::string describe_op(ir::OpClass op_class, ir::KernelVariant variant, std::span<const std::int64_t> shape);
+std::string describe_op(const ir::Compute& op);
 
 }  // namespace lacuna::kernels

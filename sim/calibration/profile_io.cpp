@@ -1,6 +1,6 @@
-// Text-format profiles: protobuf's parser with a ParseInfoTree gives every
-// field's line, flattened into the scenario loader's SourceMap so that
-// validation errors point at the offending field. Writing uses protobuf's
+// Text-format profiles: parsed by the scenario loader's text parser, which
+// records every field's line in a SourceMap so that validation errors point
+// at the offending field. Writing uses protobuf's
 // printer, with leaf messages (one measurement, one collective point) on one
 // line each so that a profile of thousands of points stays readable.
 #include "sim/calibration/profile_io.h"
@@ -21,72 +21,12 @@ namespace {
 
 namespace pb = google::protobuf;
 
-// Keeps the first error only: later ones are usually consequences of it.
-class FirstError : public pb::io::ErrorCollector {
- public:
-  void AddError(int line, pb::io::ColumnNumber column, const std::string& message) override {
-    if (has_error) return;
-    has_error = true;
-    this->line = line + 1;  // protobuf counts from 0
-    this->column = column + 1;
-    this->message = message;
-  }
-  bool has_error = false;
-  int line = 0;
-  int column = 0;
-  std::string message;
-};
-
-// Field paths as validation names them: "ops[3].points[12].time_ns".
-void record(const pb::TextFormat::ParseInfoTree& tree, const pb::Message& msg, const std::string& prefix,
-            scenario::SourceMap& out) {
-  const auto* desc = msg.GetDescriptor();
-  const auto* refl = msg.GetReflection();
-  for (int f = 0; f < desc->field_count(); ++f) {
-    const auto* field = desc->field(f);
-    const std::string path = prefix.empty() ? field->name() : prefix + "." + field->name();
-    const bool is_msg = field->cpp_type() == pb::FieldDescriptor::CPPTYPE_MESSAGE;
-    if (!field->is_repeated()) {
-      const auto loc = tree.GetLocation(field, -1);
-      if (loc.line < 0) continue;
-      out.add(path, loc.line + 1, loc.column + 1);
-      if (is_msg) {
-        if (const auto* sub = tree.GetTreeForNested(field, -1)) record(*sub, refl->GetMessage(msg, field), path, out);
-      }
-      continue;
-    }
-    const int size = refl->FieldSize(msg, field);
-    for (int i = 0; i < size; ++i) {
-      const auto loc = tree.GetLocation(field, i);
-      if (loc.line < 0) break;  // `shape: [1, 2]`: one location for the whole list
-      if (i == 0) out.add(path, loc.line + 1, loc.column + 1);
-      const std::string elem = path + "[" + std::to_string(i) + "]";
-      out.add(elem, loc.line + 1, loc.column + 1);
-      if (is_msg) {
-        if (const auto* sub = tree.GetTreeForNested(field, i)) {
-          record(*sub, refl->GetRepeatedMessage(msg, field, i), elem, out);
-        }
-      }
-    }
-  }
-}
-
 calib::CalibrationProfile parse_with_locations(std::string_view text, scenario::SourceMap& locations) {
   scenario::check_utf8(text, locations);
   calib::CalibrationProfile profile;
-  FirstError errors;
-  pb::TextFormat::ParseInfoTree tree;
-  pb::TextFormat::Parser parser;
-  parser.RecordErrorsTo(&errors);
-  parser.WriteLocationsTo(&tree);
-  const bool ok = parser.ParseFromString(std::string(text), &profile);
-  if (!ok || errors.has_error) {
-    throw Error(SourceLocation{locations.file(), errors.line, errors.column, {}},
-                errors.has_error ? errors.message : "cannot parse the file as protobuf text format",
-                "a calibration profile is lacuna.calib.CalibrationProfile in protobuf text format "
-                "(sim/proto/calibration.proto), as written by `lacuna calibrate`");
-  }
-  record(tree, profile, "", locations);
+  scenario::parse_text_message(text, profile, locations,
+                               "a calibration profile is lacuna.calib.CalibrationProfile in protobuf text format "
+                               "(sim/proto/calibration.proto), as written by `lacuna calibrate`");
   return profile;
 }
 

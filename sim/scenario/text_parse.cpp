@@ -84,20 +84,24 @@ void record(const pb::TextFormat::ParseInfoTree& tree, const pb::Message& msg, c
 
 }  // namespace
 
-Scenario parse_text_format(std::string_view text, SourceMap& locations) {
-  Scenario spec;
+void parse_text_message(std::string_view text, pb::Message& message, SourceMap& locations, const std::string& hint) {
   FirstError errors;
   pb::TextFormat::ParseInfoTree tree;
   pb::TextFormat::Parser parser;
   parser.RecordErrorsTo(&errors);
   parser.WriteLocationsTo(&tree);
-  const bool ok = parser.ParseFromString(std::string(text), &spec);
+  const bool ok = parser.ParseFromString(std::string(text), &message);
   if (!ok || errors.has_error) {
-    std::string message = errors.has_error ? errors.message : "cannot parse the file as protobuf text format";
-    throw Error(SourceLocation{locations.file(), errors.line, errors.column, {}}, message,
-                "see docs/scenario.md for the schema; fields and enum names are case-sensitive");
+    std::string what = errors.has_error ? errors.message : "cannot parse the file as protobuf text format";
+    throw Error(SourceLocation{locations.file(), errors.line, errors.column, {}}, what, hint);
   }
-  record(tree, spec, "", locations);
+  record(tree, message, "", locations);
+}
+
+Scenario parse_text_format(std::string_view text, SourceMap& locations) {
+  Scenario spec;
+  parse_text_message(text, spec, locations,
+                     "see docs/scenario.md for the schema; fields and enum names are case-sensitive");
   return spec;
 }
 
