@@ -9,16 +9,14 @@ namespace {
 
 using dev::bf16;
 using dev::to_bf;
+using dev::first_index;
+using dev::grid_stride;
 using dev::to_f;
 
 constexpr int kThreads = 256;
 constexpr float kSqrt2OverPi = 0.7978845608028654f;
 constexpr float kGeluCubic = 0.044715f;
 
-__device__ __forceinline__ int64_t first_index() {
-  return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-}
-__device__ __forceinline__ int64_t grid_stride() { return static_cast<int64_t>(gridDim.x) * blockDim.x; }
 
 __global__ void gelu_forward_kernel(const bf16* __restrict__ x, int64_t n, bf16* __restrict__ y) {
   for (int64_t i = first_index(); i < n; i += grid_stride()) {

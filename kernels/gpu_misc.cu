@@ -9,14 +9,12 @@ namespace {
 
 using dev::bf16;
 using dev::to_bf;
+using dev::first_index;
+using dev::grid_stride;
 using dev::to_f;
 
 constexpr int kThreads = 256;
 
-__device__ __forceinline__ int64_t first_index() {
-  return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-}
-__device__ __forceinline__ int64_t grid_stride() { return static_cast<int64_t>(gridDim.x) * blockDim.x; }
 
 // splitmix64: a counter-based generator, so element i's value depends only on
 // (seed, i), whatever the grid.

@@ -50,6 +50,14 @@ float checked_eps(const char* fn, double eps) {
   return static_cast<float>(eps);
 }
 
+// t rows of h: both positive, t within the grid; returns t·h.
+int64_t norm_elements(const char* fn, ref::NormShape s) {
+  positive(fn, "t", s.t);
+  positive(fn, "h", s.h);
+  row_grid(fn, s.t);
+  return product(fn, s.t, s.h);
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------- norms
@@ -57,10 +65,7 @@ float checked_eps(const char* fn, double eps) {
 void layernorm_forward(Context& ctx, const DeviceBuffer& x, const DeviceBuffer& gamma, const DeviceBuffer& beta,
                        ref::NormShape s, double eps, DeviceBuffer& y, DeviceBuffer& mean, DeviceBuffer& rstd) {
   const char* fn = "layernorm_forward";
-  positive(fn, "t", s.t);
-  positive(fn, "h", s.h);
-  row_grid(fn, s.t);
-  const int64_t n = product(fn, s.t, s.h);
+  const int64_t n = norm_elements(fn, s);
   need(fn, "x", x, DType::kBf16, n);
   need(fn, "gamma", gamma, DType::kBf16, s.h);
   need(fn, "beta", beta, DType::kBf16, s.h);
@@ -76,10 +81,7 @@ void layernorm_backward(Context& ctx, const DeviceBuffer& x, const DeviceBuffer&
                         const DeviceBuffer& mean, const DeviceBuffer& rstd, ref::NormShape s, DeviceBuffer& dx,
                         DeviceBuffer& dgamma, DeviceBuffer& dbeta) {
   const char* fn = "layernorm_backward";
-  positive(fn, "t", s.t);
-  positive(fn, "h", s.h);
-  row_grid(fn, s.t);
-  const int64_t n = product(fn, s.t, s.h);
+  const int64_t n = norm_elements(fn, s);
   need(fn, "x", x, DType::kBf16, n);
   need(fn, "gamma", gamma, DType::kBf16, s.h);
   need(fn, "dy", dy, DType::kBf16, n);
@@ -97,10 +99,7 @@ void layernorm_backward(Context& ctx, const DeviceBuffer& x, const DeviceBuffer&
 void rmsnorm_forward(Context& ctx, const DeviceBuffer& x, const DeviceBuffer& gamma, ref::NormShape s, double eps,
                      DeviceBuffer& y, DeviceBuffer& rstd) {
   const char* fn = "rmsnorm_forward";
-  positive(fn, "t", s.t);
-  positive(fn, "h", s.h);
-  row_grid(fn, s.t);
-  const int64_t n = product(fn, s.t, s.h);
+  const int64_t n = norm_elements(fn, s);
   need(fn, "x", x, DType::kBf16, n);
   need(fn, "gamma", gamma, DType::kBf16, s.h);
   need(fn, "y", y, DType::kBf16, n);
@@ -112,10 +111,7 @@ void rmsnorm_forward(Context& ctx, const DeviceBuffer& x, const DeviceBuffer& ga
 void rmsnorm_backward(Context& ctx, const DeviceBuffer& x, const DeviceBuffer& gamma, const DeviceBuffer& dy,
                       const DeviceBuffer& rstd, ref::NormShape s, DeviceBuffer& dx, DeviceBuffer& dgamma) {
   const char* fn = "rmsnorm_backward";
-  positive(fn, "t", s.t);
-  positive(fn, "h", s.h);
-  row_grid(fn, s.t);
-  const int64_t n = product(fn, s.t, s.h);
+  const int64_t n = norm_elements(fn, s);
   need(fn, "x", x, DType::kBf16, n);
   need(fn, "gamma", gamma, DType::kBf16, s.h);
   need(fn, "dy", dy, DType::kBf16, n);
