@@ -56,6 +56,23 @@ TEST(CalibrateE2E, CpuProfileOfTheCpuScenarioReadsBackAndSimulates) {
   EXPECT_NE(s.output.find("exact"), std::string::npos) << s.output;  // the coverage line
 }
 
+// The profile shipped in calib/profiles/ still reads (schema drift would
+// break it) and times every kernel of the CPU scenario from a measurement.
+TEST(CalibrateE2E, ShippedCpuProfileCoversTheCpuScenarioExactly) {
+  const std::string shipped = source_path("calib/profiles/cpu-xeon-2core-tiny-mllm.pbtxt");
+  const calib::CalibrationProfile p = calibration::read_profile(shipped);
+  EXPECT_EQ(p.device().kind(), calib::DeviceInfo::CPU);
+  EXPECT_EQ(p.precision(), scenario::FP32);
+  TempDir dir("calibrate-shipped");
+  const std::string json = dir / "summary.json";
+  const auto s = run_lacuna("simulate " + kCpuScenario + " --calibration " + shipped + " --json " + json +
+                            " --no-trace --no-svg");
+  ASSERT_EQ(s.exit_code, 0) << s.output;
+  EXPECT_NE(s.output.find("exact 100.0 % of kernel time"), std::string::npos) << s.output;
+  EXPECT_NE(s.output.find("interpolated 0.0 % (0), extrapolated 0.0 % (0)"), std::string::npos) << s.output;
+  EXPECT_NE(s.output.find("calibrated kernels: " + p.device().name()), std::string::npos) << s.output;
+}
+
 TEST(CalibrateE2E, FailuresLeaveNoProfile) {
   TempDir dir("calibrate-fail");
   const std::string profile = dir / "profile.pbtxt";
