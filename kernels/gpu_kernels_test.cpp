@@ -18,6 +18,7 @@
 #include "kernels/gpu_kernels.h"
 #include "kernels/ref_activations.h"
 #include "kernels/ref_attention.h"
+#include "kernels/ref_test_support.h"
 #include "kernels/ref_cross_entropy.h"
 #include "kernels/ref_gemm.h"
 #include "kernels/ref_norms.h"
@@ -36,6 +37,9 @@ void PrintTo(const AttentionShape& s, std::ostream* os) {
 }
 
 namespace {
+
+using ref::testing::attention_shape;
+using ref::testing::describe;
 
 namespace g = gpu;
 using g::DType;
@@ -280,23 +284,6 @@ TEST(GpuCrossEntropy, MatchesReference) {
 
 // ---------------------------------------------------------------- attention
 
-AttentionShape attn(int64_t b, int64_t h, int64_t kv, int64_t sq, int64_t skv, int64_t d, bool causal) {
-  AttentionShape s;
-  s.batch = b;
-  s.heads = h;
-  s.kv_heads = kv;
-  s.seq_q = sq;
-  s.seq_kv = skv;
-  s.head_dim = d;
-  s.causal = causal;
-  return s;
-}
-
-std::string name(const AttentionShape& s) {
-  return "b" + std::to_string(s.batch) + " h" + std::to_string(s.heads) + " kv" + std::to_string(s.kv_heads) +
-         " sq" + std::to_string(s.seq_q) + " skv" + std::to_string(s.seq_kv) + " d" + std::to_string(s.head_dim) +
-         (s.causal ? " causal" : "");
-}
 
 class GpuAttention : public ::testing::TestWithParam<AttentionShape> {};
 
@@ -310,8 +297,8 @@ TEST_P(GpuAttention, ForwardAndBackwardMatchReference) {
   auto gq = upload(DType::kBf16, q), gk = upload(DType::kBf16, k), gv = upload(DType::kBf16, v);
   auto go = alloc(DType::kBf16, s.q_elements()), glse = alloc(DType::kF32, s.lse_elements());
   g::attention_forward(ctx(), s, gq, gk, gv, go, glse);
-  EXPECT_TRUE(rel_err(go.download(), ref_fwd.out) < kBf16Tol) << name(s);
-  EXPECT_TRUE(rel_err(glse.download(), ref_fwd.lse) < kF32Tol) << name(s);
+  EXPECT_TRUE(rel_err(go.download(), ref_fwd.out) < kBf16Tol) << describe(s);
+  EXPECT_TRUE(rel_err(glse.download(), ref_fwd.lse) < kF32Tol) << describe(s);
 
   // Backward from the reference O (rounded to bf16, as the device holds it)
   // and LSE (rounded to f32); the reference sees the same rounded O.
@@ -323,27 +310,27 @@ TEST_P(GpuAttention, ForwardAndBackwardMatchReference) {
        gdv = alloc(DType::kBf16, s.kv_elements());
   auto ws = alloc(DType::kF32, g::attention_backward_workspace_elements(s));
   g::attention_backward(ctx(), s, gq, gk, gv, go2, glse2, gdo, gdq, gdk, gdv, ws);
-  EXPECT_TRUE(rel_err(gdq.download(), ref_bwd.dq) < kBf16Tol) << name(s);
-  EXPECT_TRUE(rel_err(gdk.download(), ref_bwd.dk) < kBf16Tol) << name(s);
-  EXPECT_TRUE(rel_err(gdv.download(), ref_bwd.dv) < kBf16Tol) << name(s);
+  EXPECT_TRUE(rel_err(gdq.download(), ref_bwd.dq) < kBf16Tol) << describe(s);
+  EXPECT_TRUE(rel_err(gdk.download(), ref_bwd.dk) < kBf16Tol) << describe(s);
+  EXPECT_TRUE(rel_err(gdv.download(), ref_bwd.dv) < kBf16Tol) << describe(s);
 }
 
 INSTANTIATE_TEST_SUITE_P(
     GpuShapes, GpuAttention,
-    ::testing::Values(attn(1, 2, 2, 64, 64, 64, false),     // tile multiples, MHA
-                      attn(1, 2, 2, 64, 64, 64, true),      //   causal
-                      attn(2, 4, 2, 77, 77, 64, true),      // GQA, ragged tiles
-                      attn(1, 4, 1, 33, 100, 128, true),    // MQA, s_q < s_kv (bottom-right causal)
-                      attn(1, 4, 1, 33, 100, 128, false),   //   non-causal
-                      attn(1, 2, 2, 50, 37, 80, false),     // s_q > s_kv, head_dim not a power of 2
-                      attn(1, 3, 3, 19, 19, 32, true),      // smallest column capacity
-                      attn(1, 2, 1, 40, 45, 256, true),     // largest head_dim
-                      attn(1, 1, 1, 1, 3, 7, false),        // one row, odd head_dim
-                      attn(1, 8, 2, 130, 130, 96, false)));  // several blocks per head
+    ::testing::Values(attention_shape(1, 2, 2, 64, 64, 64, false),     // tile multiples, MHA
+                      attention_shape(1, 2, 2, 64, 64, 64, true),      //   causal
+                      attention_shape(2, 4, 2, 77, 77, 64, true),      // GQA, ragged tiles
+                      attention_shape(1, 4, 1, 33, 100, 128, true),    // MQA, s_q < s_kv (bottom-right causal)
+                      attention_shape(1, 4, 1, 33, 100, 128, false),   //   non-causal
+                      attention_shape(1, 2, 2, 50, 37, 80, false),     // s_q > s_kv, head_dim not a power of 2
+                      attention_shape(1, 3, 3, 19, 19, 32, true),      // smallest column capacity
+                      attention_shape(1, 2, 1, 40, 45, 256, true),     // largest head_dim
+                      attention_shape(1, 1, 1, 1, 3, 7, false),        // one row, odd head_dim
+                      attention_shape(1, 8, 2, 130, 130, 96, false)));  // several blocks per head
 
 TEST(GpuAttentionErrors, HeadDimAbove256IsAnError) {
   LACUNA_SKIP_WITHOUT_GPU();
-  const AttentionShape s = attn(1, 1, 1, 4, 4, 288, false);
+  const AttentionShape s = attention_shape(1, 1, 1, 4, 4, 288, false);
   auto q = alloc(DType::kBf16, s.q_elements()), k = alloc(DType::kBf16, s.kv_elements()),
        v = alloc(DType::kBf16, s.kv_elements()), o = alloc(DType::kBf16, s.q_elements());
   auto lse = alloc(DType::kF32, s.lse_elements());

@@ -1,4 +1,5 @@
 #include "kernels/ref_attention.h"
+#include "kernels/ref_test_support.h"
 
 #include <gtest/gtest.h>
 
@@ -14,6 +15,9 @@
 
 namespace lacuna::kernels {
 namespace {
+
+using ref::testing::attention_shape;
+using ref::testing::describe;
 
 // Deterministic, platform-independent values in ±[0.25, 1] (never zero):
 // splitmix64 rather than <random> distributions, whose output differs between
@@ -55,26 +59,6 @@ double max_rel_error(const std::vector<T>& a, const std::vector<T>& b) {
 template <typename T>
 std::span<const T> cs(const std::vector<T>& v) {
   return {v.data(), v.size()};
-}
-
-AttentionShape make_shape(int64_t batch, int64_t heads, int64_t kv_heads, int64_t seq_q, int64_t seq_kv,
-                          int64_t head_dim, bool causal = false, std::optional<double> scale = std::nullopt) {
-  AttentionShape s;
-  s.batch = batch;
-  s.heads = heads;
-  s.kv_heads = kv_heads;
-  s.seq_q = seq_q;
-  s.seq_kv = seq_kv;
-  s.head_dim = head_dim;
-  s.causal = causal;
-  s.softmax_scale = scale;
-  return s;
-}
-
-std::string describe(const AttentionShape& s) {
-  return "b" + std::to_string(s.batch) + " h" + std::to_string(s.heads) + " kv" + std::to_string(s.kv_heads) +
-         " sq" + std::to_string(s.seq_q) + " skv" + std::to_string(s.seq_kv) + " d" + std::to_string(s.head_dim) +
-         (s.causal ? " causal" : " full");
 }
 
 // max_i |a_i - b_i| / max_i |b_i|: the error relative to the tensor's scale.
@@ -163,7 +147,7 @@ TEST(RefAttentionTiled, MatchesNaiveQueryChunk) {
 
 // Scores in the thousands: the online softmax only ever exponentiates s - m <= 0.
 TEST(RefAttentionTiled, LargeScoresStayFiniteAndMatch) {
-  AttentionShape s = make_shape(1, 2, 1, 40, 40, 16);
+  AttentionShape s = attention_shape(1, 2, 1, 40, 40, 16);
   for (bool causal : {false, true}) {
     s.causal = causal;
     const auto q = random_values<float>(s.q_elements(), 11, 30.0);
@@ -187,7 +171,7 @@ TEST(RefAttentionTiled, LargeScoresStayFiniteAndMatch) {
 }
 
 TEST(RefAttentionTiled, DeterministicAcrossRuns) {
-  const AttentionShape s = make_shape(1, 2, 2, 9, 9, 4, true);
+  const AttentionShape s = attention_shape(1, 2, 2, 9, 9, 4, true);
   const auto q = random_values<float>(s.q_elements(), 21);
   const auto k = random_values<float>(s.kv_elements(), 22);
   const auto v = random_values<float>(s.kv_elements(), 23);
@@ -204,7 +188,7 @@ TEST(RefAttentionTiled, DeterministicAcrossRuns) {
 TEST(RefAttentionClosedForm, IdenticalKeysAverageValues) {
   for (bool causal : {false, true}) {
     for (int64_t seq_q : {int64_t{6}, int64_t{4}}) {  // 4: a causal chunk against 6 keys
-      const AttentionShape s = make_shape(2, 2, 1, seq_q, 6, 3, causal);
+      const AttentionShape s = attention_shape(2, 2, 1, seq_q, 6, 3, causal);
       SCOPED_TRACE(describe(s));
       const auto q = random_values<double>(s.q_elements(), 31);
       const auto v = random_values<double>(s.kv_elements(), 32);
@@ -241,7 +225,7 @@ TEST(RefAttentionClosedForm, IdenticalKeysAverageValues) {
 // One key: P = 1, so O = that V row, LSE = the score, dQ = dK = 0 and
 // dV = Σ dO over every query row and every query head of the group.
 TEST(RefAttentionClosedForm, SingleKeyReturnsItsValue) {
-  const AttentionShape s = make_shape(2, 4, 2, 1, 1, 5, true);
+  const AttentionShape s = attention_shape(2, 4, 2, 1, 1, 5, true);
   const auto q = random_values<double>(s.q_elements(), 41);
   const auto k = random_values<double>(s.kv_elements(), 42);
   const auto v = random_values<double>(s.kv_elements(), 43);
@@ -276,11 +260,11 @@ TEST(RefAttentionClosedForm, SingleKeyReturnsItsValue) {
 // L = Σ dO ∘ O(Q, K, V); central differences in float64 against the naive backward.
 TEST(RefAttentionGradient, NaiveBackwardMatchesFiniteDifferences) {
   const std::vector<AttentionShape> cases = {
-      make_shape(1, 2, 2, 5, 5, 3, false),
-      make_shape(1, 2, 2, 5, 5, 3, true),
-      make_shape(2, 4, 2, 4, 4, 2, true),  // GQA
-      make_shape(1, 3, 1, 3, 5, 2, true),  // MQA chunk
-      make_shape(1, 2, 1, 4, 3, 3, false, 0.8),
+      attention_shape(1, 2, 2, 5, 5, 3, false),
+      attention_shape(1, 2, 2, 5, 5, 3, true),
+      attention_shape(2, 4, 2, 4, 4, 2, true),  // GQA
+      attention_shape(1, 3, 1, 3, 5, 2, true),  // MQA chunk
+      attention_shape(1, 2, 1, 4, 3, 3, false, 0.8),
   };
   for (const auto& s : cases) {
     SCOPED_TRACE(describe(s));
@@ -322,7 +306,7 @@ TEST(RefAttentionGradient, NaiveBackwardMatchesFiniteDifferences) {
 // Changing keys and values at positions > t leaves rows <= t of O, LSE and dQ
 // bit-identical (masked entries never enter a sum), and does change later rows.
 TEST(RefAttentionCausal, FutureKeysDoNotChangeEarlierRows) {
-  const AttentionShape s = make_shape(1, 2, 1, 20, 20, 4, true);
+  const AttentionShape s = attention_shape(1, 2, 1, 20, 20, 4, true);
   const int64_t t = 8;
   const auto q = random_values<float>(s.q_elements(), 61);
   const auto k = random_values<float>(s.kv_elements(), 62);
@@ -374,7 +358,7 @@ TEST(RefAttentionCausal, FutureKeysDoNotChangeEarlierRows) {
 // ---------------------------------------------------------------- scale, FLOPs, errors
 
 TEST(RefAttentionShape, ScaleDefaultsToInverseSqrtHeadDimAndIsHonoured) {
-  AttentionShape s = make_shape(1, 1, 1, 5, 7, 4);
+  AttentionShape s = attention_shape(1, 1, 1, 5, 7, 4);
   EXPECT_DOUBLE_EQ(s.scale(), 0.5);
   // scale c on Q equals the default scale on Q·(c / default).
   const auto q = random_values<double>(s.q_elements(), 71);
@@ -390,7 +374,7 @@ TEST(RefAttentionShape, ScaleDefaultsToInverseSqrtHeadDimAndIsHonoured) {
 }
 
 TEST(RefAttentionFlops, MatchesDocsConvention) {
-  AttentionShape s = make_shape(2, 3, 1, 128, 256, 64);
+  AttentionShape s = attention_shape(2, 3, 1, 128, 256, 64);
   EXPECT_DOUBLE_EQ(attention_forward_flops(s), 4.0 * 2 * 128 * 256 * 3 * 64);
   EXPECT_DOUBLE_EQ(attention_backward_flops(s), 2.5 * 4.0 * 2 * 128 * 256 * 3 * 64);
   s.causal = true;
@@ -402,7 +386,7 @@ TEST(RefAttentionFlops, MatchesDocsConvention) {
 }
 
 TEST(RefAttentionErrors, InvalidShapesThrow) {
-  const AttentionShape good = make_shape(1, 4, 2, 3, 3, 2);
+  const AttentionShape good = attention_shape(1, 4, 2, 3, 3, 2);
   const auto q = random_values<float>(good.q_elements(), 81);
   const auto k = random_values<float>(good.kv_elements(), 82);
   const auto v = random_values<float>(good.kv_elements(), 83);
@@ -438,7 +422,7 @@ TEST(RefAttentionErrors, InvalidShapesThrow) {
   // Wrong LSE and O sizes.
   EXPECT_THROW(attention_backward_tiled<float>(good, {}, cs(q), cs(k), cs(v), cs(q), cs(q), cs(q)), Error);
   EXPECT_THROW(attention_backward_naive<float>(good, cs(q), cs(k), cs(v), cs(k), cs(q)), Error);
-  EXPECT_THROW(attention_forward_flops(make_shape(1, 3, 2, 1, 1, 1)), Error);
+  EXPECT_THROW(attention_forward_flops(attention_shape(1, 3, 2, 1, 1, 1)), Error);
 }
 
 }  // namespace

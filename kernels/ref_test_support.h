@@ -6,8 +6,12 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <random>
+#include <string>
 #include <vector>
+
+#include "kernels/ref_attention.h"
 
 namespace lacuna::kernels::ref::testing {
 
@@ -51,6 +55,28 @@ inline double dot(const std::vector<double>& a, const std::vector<double>& b) {
   double s = 0.0;
   for (std::size_t i = 0; i < a.size(); ++i) s += a[i] * b[i];
   return s;
+}
+
+// An attention shape in one call, and a label for failure messages.
+inline AttentionShape attention_shape(int64_t batch, int64_t heads, int64_t kv_heads, int64_t seq_q, int64_t seq_kv,
+                                      int64_t head_dim, bool causal = false,
+                                      std::optional<double> scale = std::nullopt) {
+  AttentionShape s;
+  s.batch = batch;
+  s.heads = heads;
+  s.kv_heads = kv_heads;
+  s.seq_q = seq_q;
+  s.seq_kv = seq_kv;
+  s.head_dim = head_dim;
+  s.causal = causal;
+  s.softmax_scale = scale;
+  return s;
+}
+
+inline std::string describe(const AttentionShape& s) {
+  return "b" + std::to_string(s.batch) + " h" + std::to_string(s.heads) + " kv" + std::to_string(s.kv_heads) +
+         " sq" + std::to_string(s.seq_q) + " skv" + std::to_string(s.seq_kv) + " d" + std::to_string(s.head_dim) +
+         (s.causal ? " causal" : " full");
 }
 
 }  // namespace lacuna::kernels::ref::testing
