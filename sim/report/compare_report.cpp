@@ -139,8 +139,8 @@ std::string format_comparison(const Comparison& c, const CompareRunStats& run) {
     return m.speedup ? fmt::format("{:.3f} ×", *m.speedup) : std::string(kNone);
   });
   line("throughput", [](const Summary& s, const PlacementMetrics&) { return format_si(s.tokens_per_s, "tokens/s"); });
-  line("model TFLOP/s per GPU",
-       [](const Summary& s, const PlacementMetrics&) { return fmt::format("{:.1f} TFLOP/s", s.tflops_per_gpu); });
+  line("model FLOP/s per GPU",
+       [](const Summary& s, const PlacementMetrics&) { return format_flops_rate(s.tflops_per_gpu * 1e12); });
   line("MFU", [](const Summary& s, const PlacementMetrics&) { return format_percent(s.mfu); });
 
   out += "\n  idle per GPU (mean over GPUs)\n";

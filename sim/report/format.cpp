@@ -32,6 +32,11 @@ std::string format_si(double value, const std::string& unit) {
   return fmt::format("{:.3f} {} {}", v, kPrefixes[p], unit);
 }
 
+std::string format_flops_rate(double flops_per_s) {
+  if (flops_per_s >= 1e12) return fmt::format("{:.1f} TFLOP/s", flops_per_s / 1e12);
+  return fmt::format("{:.2f} GFLOP/s", flops_per_s / 1e9);
+}
+
 std::string micros_exact(int64_t ns) {
   const bool negative = ns < 0;
   // Magnitude in unsigned arithmetic so INT64_MIN does not overflow.

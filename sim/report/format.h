@@ -19,6 +19,10 @@ std::string format_percent(double fraction);
 // Value with an SI prefix (k, M, G, T, P) and three significant decimals:
 // 1.5e6, "tokens/s" → "1.500 M tokens/s".
 std::string format_si(double value, const std::string& unit);
+
+// A FLOP rate in TFLOP/s ("563.4 TFLOP/s"), or in GFLOP/s below 1 TFLOP/s
+// ("17.30 GFLOP/s": the CPU scenarios), so that it never prints as 0.0.
+std::string format_flops_rate(double flops_per_s);
 // Integer nanoseconds as microseconds with exactly three decimals, no
 // floating point: 1234567 → "1234.567", -5 → "-0.005".
 std::string micros_exact(int64_t ns);

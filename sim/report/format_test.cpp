@@ -29,3 +29,16 @@ TEST(Format, BytesPercentAndPrefixes) {
 
 }  // namespace
 }  // namespace lacuna::report
+
+namespace lacuna::report {
+namespace {
+
+TEST(Format, FlopsRateNeverPrintsZeroForSlowDevices) {
+  EXPECT_EQ(format_flops_rate(563.4e12), "563.4 TFLOP/s");
+  EXPECT_EQ(format_flops_rate(1e12), "1.0 TFLOP/s");
+  EXPECT_EQ(format_flops_rate(8.56e9), "8.56 GFLOP/s");
+  EXPECT_EQ(format_flops_rate(0.5e12), "500.00 GFLOP/s");
+}
+
+}  // namespace
+}  // namespace lacuna::report

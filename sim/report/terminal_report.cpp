@@ -132,8 +132,8 @@ std::string format_summary(const Summary& s, const RunStats& run) {
   out += "\n";
   row(out, "iteration time", format_duration(t));
   row(out, "throughput", format_si(s.tokens_per_s, "tokens/s"));
-  row(out, "model TFLOP/s per GPU", fmt::format("{:.1f} TFLOP/s (peak {:.1f})", s.tflops_per_gpu,
-                                                i.peak_flops_per_gpu() / 1e12));
+  row(out, "model FLOP/s per GPU", fmt::format("{} (peak {})", format_flops_rate(s.tflops_per_gpu * 1e12),
+                                               format_flops_rate(i.peak_flops_per_gpu())));
   row(out, "MFU", format_percent(s.mfu));
   row(out, "HFU", format_percent(s.hfu));
 
