@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "sim/core/error.h"
+#include "sim/engine/engine_test_support.h"
 #include "sim/proto/program.pb.h"
 
 namespace lacuna::runtime {
@@ -20,14 +21,18 @@ namespace {
 
 using ::testing::HasSubstr;
 
-// ---- program builders (patterns of sim/engine/engine_test_support.h)
+// ---- program builders: the engine tests' (sim/engine/engine_test_support.h), plus a real GEMM
 
-ir::Op& add_compute(ir::Stream* s, int64_t fixed_ns) {
-  ir::Op* op = s->add_ops();
-  op->mutable_compute()->set_op_class(ir::GEMM);
-  op->mutable_compute()->set_fixed_duration_ns(fixed_ns);
-  return *op;
-}
+using engine::testing::add_class;
+using engine::testing::add_collective;
+using engine::testing::add_compute;
+using engine::testing::add_group;
+using engine::testing::add_rank;
+using engine::testing::add_record;
+using engine::testing::add_recv;
+using engine::testing::add_send;
+using engine::testing::add_wait;
+
 ir::Op& add_gemm(ir::Stream* s, int64_t m, int64_t n, int64_t k) {
   ir::Op* op = s->add_ops();
   auto* c = op->mutable_compute();
@@ -38,69 +43,6 @@ ir::Op& add_gemm(ir::Stream* s, int64_t m, int64_t n, int64_t k) {
   c->add_shape(k);
   return *op;
 }
-ir::Op& add_collective(ir::Stream* s, ir::CollectiveKind kind, int32_t slot, int64_t bytes, int64_t fixed_ns = 0) {
-  ir::Op* op = s->add_ops();
-  auto* c = op->mutable_collective();
-  c->set_kind(kind);
-  c->set_group_slot(slot);
-  c->set_bytes(bytes);
-  c->set_fixed_duration_ns(fixed_ns);
-  return *op;
-}
-ir::Op& add_send(ir::Stream* s, int32_t slot, int64_t bytes, int32_t channel, int64_t tag, int64_t fixed_ns = 0) {
-  ir::Op* op = s->add_ops();
-  auto* p = op->mutable_send();
-  p->set_peer_slot(slot);
-  p->set_bytes(bytes);
-  p->set_channel(channel);
-  p->set_tag(tag);
-  p->set_fixed_duration_ns(fixed_ns);
-  return *op;
-}
-ir::Op& add_recv(ir::Stream* s, int32_t slot, int64_t bytes, int32_t channel, int64_t tag) {
-  ir::Op* op = s->add_ops();
-  auto* p = op->mutable_recv();
-  p->set_peer_slot(slot);
-  p->set_bytes(bytes);
-  p->set_channel(channel);
-  p->set_tag(tag);
-  return *op;
-}
-ir::Op& add_record(ir::Stream* s, int32_t event) {
-  ir::Op* op = s->add_ops();
-  op->mutable_record()->set_event(event);
-  return *op;
-}
-ir::Op& add_wait(ir::Stream* s, int32_t event, int64_t value) {
-  ir::Op* op = s->add_ops();
-  op->mutable_wait()->set_event(event);
-  op->mutable_wait()->set_value(value);
-  return *op;
-}
-ir::RankClass* add_class(ir::Program& p, const std::string& name, int32_t num_events,
-                         std::initializer_list<const char*> streams) {
-  ir::RankClass* c = p.add_classes();
-  c->set_name(name);
-  c->set_num_events(num_events);
-  for (const char* s : streams) c->add_streams()->set_name(s);
-  return c;
-}
-int32_t add_group(ir::Program& p, std::vector<int32_t> ranks) {
-  ir::Group* g = p.add_groups();
-  g->set_kind(ir::WORLD);
-  std::sort(ranks.begin(), ranks.end());
-  for (int32_t r : ranks) g->add_ranks(r);
-  return p.groups_size() - 1;
-}
-ir::RankBinding* add_rank(ir::Program& p, int32_t class_id, std::vector<int32_t> groups = {},
-                          std::vector<int32_t> peers = {}) {
-  ir::RankBinding* b = p.add_ranks();
-  b->set_class_id(class_id);
-  for (int32_t g : groups) b->add_group(g);
-  for (int32_t r : peers) b->add_peer(r);
-  return b;
-}
-
 const ExecutedSpan& span(const ExecutionResult& r, int rank, int stream, int op, int iteration = -1) {
   for (const ExecutedSpan& s : r.spans) {
     if (s.rank == rank && s.stream == stream && s.op == op && (iteration < 0 || s.iteration == iteration)) return s;
@@ -207,7 +149,7 @@ TEST_P(ExecutorCollectives, EveryKindCompletesForEveryMember) {
   add_collective(s, ir::ALL_REDUCE, 0, 4096, /*fixed_ns=*/200'000);
   std::vector<int32_t> all;
   for (int r = 0; r < n; ++r) all.push_back(r);
-  const int32_t g = add_group(p, all);
+  const int32_t g = add_group(p, ir::WORLD, all);
   for (int r = 0; r < n; ++r) {
     // Different compute speeds so that members reach the collectives at different times.
     add_rank(p, 0, {g})->set_compute_time_scale(1.0 + r);
@@ -312,7 +254,7 @@ TEST(ExecutorDeadlock, FailureOnOneRankStopsCollectivesOnOthers) {
   ir::RankClass* c1 = add_class(p, "b", 1, {"s"});
   add_wait(c1->mutable_streams(0), 0, 1);
   add_collective(c1->mutable_streams(0), ir::ALL_REDUCE, 0, 64);
-  const int32_t g = add_group(p, {0, 1});
+  const int32_t g = add_group(p, ir::WORLD, {0, 1});
   add_rank(p, 0, {g});
   add_rank(p, 1, {g});
   const std::string what = execute_error(p, {.timeout = std::chrono::milliseconds(300)});
@@ -326,7 +268,7 @@ TEST(ExecutorDeadlock, CollectiveSizeMismatchIsAnError) {
   add_collective(c0->mutable_streams(0), ir::ALL_REDUCE, 0, 64);
   ir::RankClass* c1 = add_class(p, "b", 0, {"s"});
   add_collective(c1->mutable_streams(0), ir::ALL_REDUCE, 0, 128);
-  const int32_t g = add_group(p, {0, 1});
+  const int32_t g = add_group(p, ir::WORLD, {0, 1});
   add_rank(p, 0, {g});
   add_rank(p, 1, {g});
   const std::string what = execute_error(p, {.timeout = std::chrono::milliseconds(2000)});
@@ -343,7 +285,7 @@ TEST(ExecutorValidation, RejectsBadProgramsBeforeRunning) {
   ir::Program q;
   ir::RankClass* d = add_class(q, "r", 0, {"s"});
   add_collective(d->mutable_streams(0), ir::ALL_REDUCE, 0, 64);
-  const int32_t g = add_group(q, {0, 1});
+  const int32_t g = add_group(q, ir::WORLD, {0, 1});
   add_rank(q, 0, {g});
   add_rank(q, 0, {g});
   EXPECT_THAT(execute_error(q, {.ranks = {0}}), HasSubstr("not executed"));
