@@ -30,25 +30,19 @@ inline scenario::LoadedScenario make_mllm(const SmallMllm& m) {
   spec.set_name("small-mllm");
   for (size_t i = 0; i < m.encoders.size(); ++i) {
     const SmallEncoder& e = m.encoders[i];
-    auto* enc = spec.mutable_model()->add_encoders();
-    auto* t = enc->mutable_transformer();
-    t->set_name("vit-" + std::to_string(i));
-    t->set_num_layers(e.layers);
-    t->set_hidden_size(e.hidden);
-    t->set_num_attention_heads(e.heads);
-    t->set_num_kv_heads(e.heads);
-    t->set_ffn_hidden_size(e.ffn);
-    t->set_activation(scenario::GELU);
-    t->set_norm(scenario::LAYERNORM);
-    t->set_seq_length(e.tokens_per_image);
-    t->set_bidirectional_attention(true);
-    t->set_parallel_attention_mlp(e.parallel_attn);
-    t->set_linear_bias(true);
-    t->set_position_embedding(scenario::Transformer::POSITION_LEARNED);
-    enc->set_frozen(e.frozen);
-    enc->set_images_per_sample(e.images);
-    enc->mutable_projector()->set_token_merge(e.token_merge);
-    enc->mutable_projector()->set_num_layers(e.projector_layers);
+    compiler::testing::SmallEncoder small;
+    small.name = "vit-" + std::to_string(i);
+    small.layers = e.layers;
+    small.hidden = e.hidden;
+    small.heads = e.heads;
+    small.ffn = e.ffn;
+    small.tokens_per_image = e.tokens_per_image;
+    small.images_per_sample = e.images;
+    small.token_merge = e.token_merge;
+    small.projector_layers = e.projector_layers;
+    small.frozen = e.frozen;
+    compiler::testing::add_small_encoder(spec, small)->mutable_transformer()->set_parallel_attention_mlp(
+        e.parallel_attn);
   }
   spec.mutable_placement()->set_kind(m.placement);
   spec.mutable_placement()->mutable_optimus()->set_coarse_only(m.coarse_only);
