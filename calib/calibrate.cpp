@@ -244,7 +244,7 @@ int run_calibrate(const CalibrateOptions& o, std::FILE* out, std::FILE* err) {
   const bool default_set = sources.empty();
   if (default_set) sources.push_back(find_shipped_file(gpu ? kDefaultGpuScenario : kDefaultCpuScenario));
   ShapeSet shapes;
-  for (const std::string& s : sources) merge_shapes(shapes, extract_shapes_from_scenario(s));
+  for (const std::string& s : sources) merge_shapes(shapes, extract_shapes_from_scenario(s, o.scale_down));
   if (!o.only.empty()) {
     std::erase_if(shapes, [&](const auto& kv) {
       return std::find(o.only.begin(), o.only.end(), kv.first.op_class) == o.only.end();
@@ -321,6 +321,9 @@ int run_calibrate(const CalibrateOptions& o, std::FILE* out, std::FILE* err) {
   }
   std::string source_text;
   for (const std::string& s : sources) source_text += (source_text.empty() ? "" : ", ") + s;
+  // As a command-line suffix: the profile's scenario then reads as the
+  // arguments that re-measure it (the simulator's hint quotes it).
+  if (o.scale_down > 1) source_text += " --scale-down " + std::to_string(o.scale_down);
   fmt::print(out, "calibrate: {} \"{}\" ({}), {}\n", gpu ? "GPU" : "CPU", device_info.name(),
              gpu ? fmt::format("{} SMs", device_info.sm_count()) : fmt::format("{} hardware threads", device_info.sm_count()),
              gpu ? "bf16 CUDA kernels" : "float32 reference kernels, one thread");
@@ -386,7 +389,7 @@ int run_calibrate(const CalibrateOptions& o, std::FILE* out, std::FILE* err) {
   ProfileHeader header;
   header.device = device_info;
   header.precision = precision;
-  header.scenario = default_set ? std::string() : source_text;
+  header.scenario = default_set && o.scale_down <= 1 ? std::string() : source_text;
   header.method = method;
   const calib::CalibrationProfile profile = build_profile(header, measured, fits);
   calibration::write_profile(profile, o.output);

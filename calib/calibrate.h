@@ -7,6 +7,7 @@
 // profile_builder.h (the profile). docs/_draft_calibrate.md describes it.
 #pragma once
 
+#include <cstdint>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -27,6 +28,10 @@ struct CalibrateOptions {
   bool grid = true;
   bool collectives = true;
   std::vector<ir::OpClass> only;   // empty: every class
+  // --scale-down N: the scenarios (the default family set too) are scaled
+  // before their shapes are taken, so the profile measures the kernels the
+  // scaled program runs (docs/scenario.md#scale-down).
+  int64_t scale_down = 1;
 };
 
 // Parses "GEMM,attention" into op classes; throws lacuna::Error naming an unknown one.

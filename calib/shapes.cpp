@@ -32,8 +32,8 @@ ShapeSet extract_shapes(const ir::Program& program) {
   return out;
 }
 
-ShapeSet extract_shapes_from_scenario(const std::string& path) {
-  return extract_shapes(placement::compile(scenario::load_scenario(path)));
+ShapeSet extract_shapes_from_scenario(const std::string& path, int64_t scale_down) {
+  return extract_shapes(placement::compile(scenario::load_scenario(path, scale_down)));
 }
 
 void merge_shapes(ShapeSet& into, const ShapeSet& more) {

@@ -36,8 +36,9 @@ using ShapeSet = std::map<KernelKey, KernelUse>;
 ShapeSet extract_shapes(const ir::Program& program);
 
 // Loads, validates and compiles the scenario in its own placement
-// (placement::compile), then extract_shapes.
-ShapeSet extract_shapes_from_scenario(const std::string& path);
+// (placement::compile), then extract_shapes. `scale_down` > 1: the scenario
+// scaled down first (scenario::load_scenario).
+ShapeSet extract_shapes_from_scenario(const std::string& path, int64_t scale_down = 1);
 
 // Adds `more` into `into` (counts summed; FLOPs and bytes kept from `into`).
 void merge_shapes(ShapeSet& into, const ShapeSet& more);

@@ -191,6 +191,7 @@ void fill_program_info(const scenario::LoadedScenario& scenario, const PipelineP
   info.set_recompute(base.recompute);
   info.set_sequence_parallel(base.shape.sequence_parallel);
   info.set_distributed_optimizer(base.distributed_optimizer);
+  if (scenario.scale_down > 1) info.set_scale_down(scenario.scale_down);
 }
 
 }  // namespace lacuna::compiler

@@ -3,6 +3,7 @@
 
 #include "sim/scenario/parse.h"
 #include "sim/scenario/resolve.h"
+#include "sim/scenario/scale_down.h"
 
 namespace lacuna::scenario {
 
@@ -34,9 +35,36 @@ bool has_json_extension(const std::string& path) {
   return ext == ".json";
 }
 
+// Scales a validated scenario and validates the result. The file's values
+// passed validation, so a problem now comes from the scaling: the error says
+// so and names the factors that would work.
+void apply_scale_down(LoadedScenario& s, int64_t factor) {
+  const Scenario unscaled = s.spec;
+  scale_down(s.spec, factor, s.locations);
+  try {
+    validate_scenario(s.spec, s.locations);
+  } catch (const Error& e) {
+    const int64_t largest = largest_scale_down(unscaled);
+    const std::string instead = largest > 1 ? "--scale-down " + std::to_string(largest) +
+                                                  " is the largest factor this scenario takes"
+                                            : "no factor above 1 keeps this scenario valid; run it unscaled";
+    throw Error(e.where(), "after --scale-down " + std::to_string(factor) + ": " + e.problem(),
+                e.fix().empty() ? instead : e.fix() + "; or: " + instead);
+  }
+  s.scale_down = factor;
+}
+
+void check_factor(int64_t factor) {
+  if (factor < 1)
+    throw Error(SourceLocation{{}, 0, 0, "--scale-down"}, "must be ≥ 1, got " + std::to_string(factor),
+                "use 1 (or omit it) for the scenario as written, 2 to halve hidden sizes and sequence lengths");
+}
+
 }  // namespace
 
-LoadedScenario parse_scenario(std::string_view text, Format format, const std::string& display_name) {
+LoadedScenario parse_scenario(std::string_view text, Format format, const std::string& display_name,
+                              int64_t scale_down) {
+  check_factor(scale_down);
   LoadedScenario out;
   out.path = display_name;
   out.locations.set_file(display_name);
@@ -49,10 +77,12 @@ LoadedScenario parse_scenario(std::string_view text, Format format, const std::s
   out.spec = raw;
   *out.spec.mutable_cluster() = resolve_cluster(raw.cluster(), out.locations);
   validate_scenario(out.spec, out.locations);
+  if (scale_down > 1) apply_scale_down(out, scale_down);
   return out;
 }
 
-LoadedScenario load_scenario(const std::string& path) {
+LoadedScenario load_scenario(const std::string& path, int64_t scale_down) {
+  check_factor(scale_down);
   namespace fs = std::filesystem;
   const SourceLocation where{path, 0, 0, {}};
   std::error_code ec;
@@ -71,7 +101,7 @@ LoadedScenario load_scenario(const std::string& path) {
   in.read(text.data(), static_cast<std::streamsize>(size));
   if (in.gcount() != static_cast<std::streamsize>(size))
     throw Error(where, "cannot read the file", "check the file's permissions");
-  return parse_scenario(text, has_json_extension(path) ? Format::kJson : Format::kText, path);
+  return parse_scenario(text, has_json_extension(path) ? Format::kJson : Format::kText, path, scale_down);
 }
 
 }  // namespace lacuna::scenario

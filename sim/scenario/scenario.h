@@ -37,12 +37,19 @@ struct LoadedScenario {
   Scenario spec;       // preset resolved into spec.cluster; validated
   std::string path;    // as given by the user
   SourceMap locations;
+  // The --scale-down factor applied to `spec` (sim/scenario/scale_down.h);
+  // 1: the file's sizes as written.
+  int64_t scale_down = 1;
 };
 
 // Reads, parses, resolves presets and validates. Format by extension:
 // .json → JSON, anything else (.pbtxt, .textproto, .txtpb) → text format.
-LoadedScenario load_scenario(const std::string& path);
-LoadedScenario parse_scenario(std::string_view text, Format format, const std::string& display_name);
+// `scale_down` > 1 first validates the file as written, then divides its
+// hidden sizes and sequence lengths (scale_down.h) and validates again; an
+// error of that second pass starts "after --scale-down N: ".
+LoadedScenario load_scenario(const std::string& path, int64_t scale_down = 1);
+LoadedScenario parse_scenario(std::string_view text, Format format, const std::string& display_name,
+                              int64_t scale_down = 1);
 
 // The built-in hardware presets by name ("a100-80gb-sxm", "h100-sxm",
 // "h200-sxm"); throws lacuna::Error for an unknown name.

@@ -4,6 +4,7 @@
 // before (the lazily built analytic model).
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -45,7 +46,10 @@ struct SimulationInput {
     return dynamic_cast<const calibration::CalibratedCostModel*>(cost.get());
   }
 };
-SimulationInput load_simulation_input(const std::string& input, const CalibrationOption& option);
+// `scale_down`: --scale-down N, as in load_program_input (a .pb input with
+// N > 1 is an error).
+SimulationInput load_simulation_input(const std::string& input, const CalibrationOption& option,
+                                      int64_t scale_down = 1);
 
 // The coverage section of the summary: how the program's kernels were found
 // in the profile. Throws the kernel table's error for a class the profile

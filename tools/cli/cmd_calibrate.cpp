@@ -8,6 +8,7 @@
 
 #include "calib/calibrate.h"
 #include "tools/cli/commands.h"
+#include "tools/cli/scale_down_option.h"
 
 namespace lacuna::cli {
 
@@ -59,6 +60,7 @@ void add_calibrate_command(CLI::App& app, Action& action) {
   sub->add_flag("--no-grid", c->no_grid, "measure only the exact shapes of the scenario(s), no interpolation grid");
   sub->add_flag("--no-collectives", c->no_collectives, "skip the NCCL collective benchmarks");
   sub->add_option("--only", c->only, "measure only these op classes, e.g. GEMM,ATTENTION")->delimiter(',');
+  add_scale_down_option(sub, c->options.scale_down);
   sub->callback([c, &action] { action = [c] { return run(*c); }; });
 }
 

@@ -16,6 +16,7 @@
 #include "sim/report/names.h"
 #include "sim/scenario/scenario.h"
 #include "tools/cli/commands.h"
+#include "tools/cli/scale_down_option.h"
 
 namespace lacuna::cli {
 
@@ -25,6 +26,7 @@ struct CompileOptions {
   std::string scenario;
   std::string output;
   bool text = false;
+  int64_t scale_down = 1;
 };
 
 struct OpCounts {
@@ -60,7 +62,7 @@ bool serialize_deterministically(const ir::Program& program, std::string* out) {
 }
 
 int run_compile(const CompileOptions& o) {
-  const ir::Program program = placement::compile(scenario::load_scenario(o.scenario));
+  const ir::Program program = placement::compile(scenario::load_scenario(o.scenario, o.scale_down));
   std::string bytes;
   if (o.text) {
     if (!google::protobuf::TextFormat::PrintToString(program, &bytes)) {
@@ -78,6 +80,9 @@ int run_compile(const CompileOptions& o) {
   for (const ir::RankClass& cls : program.classes()) total_ops += count_ops(cls).total();
   fmt::print("{}: {} ({} format, {} bytes)\n", o.output, program.info().scenario_name(), o.text ? "text" : "binary",
              bytes.size());
+  if (program.info().scale_down() > 1)
+    fmt::print("  scaled down {}x: hidden sizes and sequence lengths / {} (docs/scenario.md#scale-down)\n",
+               program.info().scale_down(), program.info().scale_down());
   fmt::print("  ranks   {}\n  classes {} ({} ops in all)\n  groups  {}\n", program.ranks_size(),
              program.classes_size(), total_ops, program.groups_size());
   if (program.info().modules_size() > 0) {
@@ -109,6 +114,7 @@ void add_compile_command(CLI::App& app, Action& action) {
   sub->add_option("-o,--output", o->output, "program file to write (binary ir::Program; text with --text)")
       ->required();
   sub->add_flag("--text", o->text, "write protobuf text format instead of binary");
+  add_scale_down_option(sub, o->scale_down);
   sub->callback([o, &action] { action = [o] { return run_compile(*o); }; });
 }
 

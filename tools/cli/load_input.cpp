@@ -13,10 +13,19 @@ namespace lacuna::cli {
 
 bool is_program_file(const std::string& path) { return std::filesystem::path(path).extension() == ".pb"; }
 
-ir::Program load_program_input(const std::string& path) { return load_program_input(path, nullptr); }
+void reject_scale_down_of_program(const std::string& path, int64_t scale_down) {
+  if (scale_down <= 1) return;
+  throw Error(SourceLocation{path, 0, 0, "--scale-down"},
+              "--scale-down applies to scenarios; this is a compiled program, whose sizes were fixed when it was "
+              "compiled",
+              "compile the scenario with `lacuna compile --scale-down " + std::to_string(scale_down) +
+                  " SCENARIO -o FILE.pb`, or pass the scenario itself with --scale-down " +
+                  std::to_string(scale_down));
+}
 
-ir::Program load_program_input(const std::string& path, const cost::CostModel* planning_cost) {
+ir::Program load_program_input(const std::string& path, const cost::CostModel* planning_cost, int64_t scale_down) {
   if (is_program_file(path)) {
+    reject_scale_down_of_program(path, scale_down);
     std::ifstream in(path, std::ios::binary);
     if (!in) throw Error(SourceLocation{path, 0, 0, {}}, "cannot open the program file", "check the path");
     std::stringstream buf;
@@ -31,7 +40,7 @@ ir::Program load_program_input(const std::string& path, const cost::CostModel* p
   }
   // LLM-only scenarios compile exactly as before (compiler::compile); a
   // multimodal one in its own placement (placement.kind).
-  const scenario::LoadedScenario loaded = scenario::load_scenario(path);
+  const scenario::LoadedScenario loaded = scenario::load_scenario(path, scale_down);
   return planning_cost != nullptr ? placement::compile(loaded, *planning_cost) : placement::compile(loaded);
 }
 

@@ -2,6 +2,7 @@
 // written by `lacuna compile`.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "sim/cost/cost_model.h"
@@ -13,12 +14,19 @@ namespace lacuna::cli {
 // Anything else: a scenario file (.pbtxt, .textproto, .json), loaded and
 // compiled in its placement (placement::compile; LLM-only: compiler::compile).
 // Throws lacuna::Error for anything the user can fix.
-ir::Program load_program_input(const std::string& path);
-
-// The same, with the cost model placements plan with (the one the simulation
-// will use, e.g. a calibrated model). Null: the analytic model, as above. A
+//
+// `planning_cost`: the cost model placements plan with (the one the
+// simulation will use, e.g. a calibrated model); null: the analytic model. A
 // .pb program is already compiled: `planning_cost` does not apply to it.
-ir::Program load_program_input(const std::string& path, const cost::CostModel* planning_cost);
+// `scale_down` (--scale-down N) divides the scenario's hidden sizes and
+// sequence lengths by N before validation and compilation; a .pb program with
+// N > 1 is an error (scale the scenario when compiling it instead).
+ir::Program load_program_input(const std::string& path, const cost::CostModel* planning_cost = nullptr,
+                               int64_t scale_down = 1);
+
+// The error for --scale-down N > 1 given with a compiled program (.pb) input:
+// a program's sizes are fixed when it is compiled. No-op for N ≤ 1.
+void reject_scale_down_of_program(const std::string& path, int64_t scale_down);
 
 // A compiled program (.pb) rather than a scenario?
 bool is_program_file(const std::string& path);
