@@ -303,6 +303,8 @@ std::string render_timeline_svg(const TimelineDocument& doc) {
   return o;
 }
 
+const char* compute_fill(int phase, int module) { return compute_color(phase, module); }
+
 PipelineSvg::PipelineSvg(const ir::Program& program, RankSpec spec) : program_(program), spec_(std::move(spec)) {}
 
 void PipelineSvg::on_run_begin(const engine::RunInfo& info) {

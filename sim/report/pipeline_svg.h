@@ -59,6 +59,10 @@ struct TimelineDocument {
 
 std::string render_timeline_svg(const TimelineDocument& doc);
 
+// The fill of an op of `phase` (ir::Phase) in these pictures; encoder ops
+// (module > 0) have their own colours. Shared with `lacuna diff`'s picture.
+const char* compute_fill(int phase, int module);
+
 class PipelineSvg : public engine::Observer {
  public:
   PipelineSvg(const ir::Program& program, RankSpec spec);

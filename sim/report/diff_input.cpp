@@ -1,0 +1,222 @@
+// Reading the JSON of `lacuna simulate --json` / `lacuna execute --json` for
+// `lacuna diff`: only the keys the comparison needs, every one checked, so a
+// truncated or foreign file gives an error naming the file and the key rather
+// than a crash or a silently wrong diff.
+#include <algorithm>
+#include <fstream>
+#include <limits>
+#include <set>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "sim/core/error.h"
+#include "sim/core/units.h"
+#include "sim/report/diff.h"
+
+namespace lacuna::report {
+
+namespace {
+
+// Key order matters for ranks[].bubble_s (printed in the file's order).
+using Json = nlohmann::ordered_json;
+
+constexpr size_t kOpFields = 8;  // [op, class, phase, microbatch, module, ready, start, end]
+
+class Reader {
+ public:
+  explicit Reader(const std::string& file) : file_(file) {}
+
+  [[noreturn]] void fail(const std::string& field, const std::string& what, const std::string& fix = {}) const {
+    throw Error(SourceLocation{file_, 0, 0, field}, what, fix);
+  }
+
+  const Json& member(const Json& obj, const std::string& key, const std::string& parent) const {
+    const std::string field = parent.empty() ? key : parent + "." + key;
+    const auto it = obj.find(key);
+    if (it == obj.end() || it->is_null()) fail(field, "missing key");
+    return *it;
+  }
+
+  const Json& object(const Json& obj, const std::string& key, const std::string& parent) const {
+    const Json& v = member(obj, key, parent);
+    if (!v.is_object()) fail(join(parent, key), fmt::format("expected an object, found {}", v.type_name()));
+    return v;
+  }
+
+  const Json& array(const Json& obj, const std::string& key, const std::string& parent) const {
+    const Json& v = member(obj, key, parent);
+    if (!v.is_array()) fail(join(parent, key), fmt::format("expected an array, found {}", v.type_name()));
+    return v;
+  }
+
+  std::string string(const Json& obj, const std::string& key, const std::string& parent) const {
+    const Json& v = member(obj, key, parent);
+    if (!v.is_string()) fail(join(parent, key), fmt::format("expected a string, found {}", v.type_name()));
+    return v.get<std::string>();
+  }
+
+  int64_t integer(const Json& obj, const std::string& key, const std::string& parent) const {
+    return to_integer(member(obj, key, parent), join(parent, key));
+  }
+
+  int32_t integer32(const Json& obj, const std::string& key, const std::string& parent) const {
+    return narrow(integer(obj, key, parent), join(parent, key));
+  }
+
+  int64_t to_integer(const Json& v, const std::string& field) const {
+    if (!v.is_number_integer()) fail(field, fmt::format("expected an integer, found {}", describe(v)));
+    if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+      fail(field, "integer out of range");
+    }
+    return v.get<int64_t>();
+  }
+
+  int32_t narrow(int64_t v, const std::string& field) const {
+    if (v < std::numeric_limits<int32_t>::min() || v > std::numeric_limits<int32_t>::max()) {
+      fail(field, fmt::format("{} is out of range", v));
+    }
+    return static_cast<int32_t>(v);
+  }
+
+  static std::string join(const std::string& parent, const std::string& key) {
+    return parent.empty() ? key : parent + "." + key;
+  }
+
+ private:
+  static std::string describe(const Json& v) {
+    return v.is_number_float() ? fmt::format("the number {}", v.dump()) : std::string(v.type_name());
+  }
+
+  const std::string& file_;
+};
+
+std::string at(const std::string& parent, size_t i) { return fmt::format("{}[{}]", parent, i); }
+
+DiffOp parse_op(const Reader& in, const Json& v, const std::string& field, size_t num_classes) {
+  if (!v.is_array() || v.size() != kOpFields) {
+    in.fail(field, "expected [op, class, phase, microbatch, module, ready_ns, start_ns, end_ns]");
+  }
+  int64_t f[kOpFields];
+  for (size_t i = 0; i < kOpFields; ++i) f[i] = in.to_integer(v[i], at(field, i));
+  DiffOp op;
+  op.op = in.narrow(f[0], at(field, 0));
+  op.cls = in.narrow(f[1], at(field, 1));
+  op.phase = in.narrow(f[2], at(field, 2));
+  op.microbatch = in.narrow(f[3], at(field, 3));
+  op.module = in.narrow(f[4], at(field, 4));
+  op.ready_ns = f[5];
+  op.start_ns = f[6];
+  op.end_ns = f[7];
+  if (op.op < 0) in.fail(at(field, 0), fmt::format("op index {} is negative", op.op));
+  if (op.cls < 0 || static_cast<size_t>(op.cls) >= num_classes) {
+    in.fail(at(field, 1), fmt::format("class {} is not an index into timeline.classes ({} classes)", op.cls, num_classes));
+  }
+  if (op.start_ns < 0 || op.end_ns < op.start_ns) {
+    in.fail(field, fmt::format("the op ends before it starts or starts before 0 (start {} ns, end {} ns)", op.start_ns,
+                               op.end_ns));
+  }
+  return op;
+}
+
+DiffStream parse_stream(const Reader& in, const Json& v, const std::string& field, size_t num_classes) {
+  if (!v.is_object()) in.fail(field, "expected an object");
+  DiffStream s;
+  s.stream = in.integer32(v, "stream", field);
+  s.name = in.string(v, "name", field);
+  s.kind = in.string(v, "kind", field);
+  const Json& ops = in.array(v, "ops", field);
+  s.ops.reserve(ops.size());
+  const std::string ops_field = field + ".ops";
+  for (size_t i = 0; i < ops.size(); ++i) s.ops.push_back(parse_op(in, ops[i], at(ops_field, i), num_classes));
+  return s;
+}
+
+void parse_timeline(const Reader& in, const Json& doc, DiffInput& out) {
+  const auto it = doc.find("timeline");
+  if (it == doc.end() || it->is_null()) {
+    in.fail("timeline",
+            "no per-op timeline: this file was written by an older lacuna, or without the timeline",
+            "write it again with `lacuna simulate --json` or `lacuna execute --json` of this version");
+  }
+  if (!it->is_object()) in.fail("timeline", fmt::format("expected an object, found {}", it->type_name()));
+  const Json& tl = *it;
+  const Json& classes = in.array(tl, "classes", "timeline");
+  for (size_t i = 0; i < classes.size(); ++i) {
+    if (!classes[i].is_string()) in.fail(at("timeline.classes", i), "expected a string");
+    out.classes.push_back(classes[i].get<std::string>());
+  }
+  const Json& ranks = in.array(tl, "ranks", "timeline");
+  std::set<int32_t> seen;
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    const std::string field = at("timeline.ranks", r);
+    if (!ranks[r].is_object()) in.fail(field, "expected an object");
+    DiffRank rank;
+    rank.rank = in.integer32(ranks[r], "rank", field);
+    if (!seen.insert(rank.rank).second) in.fail(field + ".rank", fmt::format("rank {} appears twice", rank.rank));
+    rank.label = in.string(ranks[r], "label", field);
+    const Json& streams = in.array(ranks[r], "streams", field);
+    for (size_t s = 0; s < streams.size(); ++s) {
+      rank.streams.push_back(parse_stream(in, streams[s], at(field + ".streams", s), out.classes.size()));
+    }
+    out.ranks.push_back(std::move(rank));
+  }
+}
+
+void parse_rank_bubbles(const Reader& in, const Json& doc, DiffInput& out) {
+  const Json& ranks = in.array(doc, "ranks", "");
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    const std::string field = at("ranks", r);
+    if (!ranks[r].is_object()) in.fail(field, "expected an object");
+    DiffRankBubbles b;
+    b.rank = in.integer32(ranks[r], "rank", field);
+    const Json& by_category = in.object(ranks[r], "bubble_s", field);
+    for (auto c = by_category.begin(); c != by_category.end(); ++c) {
+      if (!c->is_number()) in.fail(field + ".bubble_s." + c.key(), "expected a number of seconds");
+      b.by_category_ns.emplace_back(c.key(), TimeNs::from_seconds(c->get<double>()).count());
+    }
+    out.rank_bubbles.push_back(std::move(b));
+  }
+}
+
+}  // namespace
+
+const DiffRank* DiffInput::find_rank(int32_t rank) const {
+  const auto it = std::find_if(ranks.begin(), ranks.end(), [rank](const DiffRank& r) { return r.rank == rank; });
+  return it == ranks.end() ? nullptr : &*it;
+}
+
+DiffInput parse_diff_input(std::string_view json_text, const std::string& file) {
+  const Reader in(file);
+  Json doc;
+  try {
+    doc = Json::parse(json_text);
+  } catch (const Json::parse_error& e) {
+    in.fail({}, fmt::format("not valid JSON ({})", e.what()),
+            "pass the file written by `lacuna simulate --json` or `lacuna execute --json`");
+  }
+  if (!doc.is_object()) in.fail({}, fmt::format("expected a JSON object, found {}", doc.type_name()));
+  DiffInput out;
+  out.file = file;
+  out.scenario = in.string(doc, "scenario", "");
+  out.cost_model = doc.contains("cost_model") && doc["cost_model"].is_string() ? doc["cost_model"].get<std::string>() : "";
+  out.mode = in.string(doc, "mode", "");
+  out.num_gpus = in.integer(doc, "num_gpus", "");
+  out.iteration_time_ns = in.integer(doc, "iteration_time_ns", "");
+  if (out.iteration_time_ns < 0) in.fail("iteration_time_ns", "negative iteration time");
+  parse_rank_bubbles(in, doc, out);
+  parse_timeline(in, doc, out);
+  return out;
+}
+
+DiffInput load_diff_input(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw Error(SourceLocation{path, 0, 0, {}}, "cannot read the file");
+  std::ostringstream text;
+  text << f.rdbuf();
+  if (f.bad()) throw Error(SourceLocation{path, 0, 0, {}}, "cannot read the file");
+  return parse_diff_input(text.str(), path);
+}
+
+}  // namespace lacuna::report
