@@ -21,6 +21,7 @@ static_assert(static_cast<int>(ncclSum) == lacuna::calibrate::nccl::kSum);
 static_assert(sizeof(ncclResult_t) == sizeof(int) && sizeof(ncclDataType_t) == sizeof(int) &&
               sizeof(ncclRedOp_t) == sizeof(int));
 static_assert(sizeof(cudaStream_t) == sizeof(void*));
+static_assert(sizeof(ncclUniqueId) == sizeof(lacuna::calibrate::nccl::UniqueId));
 #endif
 
 namespace lacuna::calibrate::nccl {
@@ -37,6 +38,12 @@ void Library::check(Result r, const char* what) const {
   if (r == kSuccess) return;
   const char* msg = api_.GetErrorString ? api_.GetErrorString(r) : nullptr;
   throw Error(fmt::format("NCCL {} failed: {} (ncclResult_t {})", what, msg ? msg : "unknown error", r));
+}
+
+void Library::require(bool present, const char* name) const {
+  if (present) return;
+  throw Error(SourceLocation{}, fmt::format("{} has no {}", path_, name),
+              "use NCCL >= 2.7 (point LACUNA_NCCL at its libnccl.so.2)");
 }
 
 Library Library::load() {
@@ -92,6 +99,12 @@ Library Library::load() {
   resolve(a.GroupStart, "ncclGroupStart", true);
   resolve(a.GroupEnd, "ncclGroupEnd", true);
   resolve(a.GetErrorString, "ncclGetErrorString", true);
+  resolve(a.GetUniqueId, "ncclGetUniqueId", false);
+  resolve(a.CommInitRank, "ncclCommInitRank", false);
+  resolve(a.Broadcast, "ncclBroadcast", false);
+  resolve(a.Reduce, "ncclReduce", false);
+  resolve(a.CommAbort, "ncclCommAbort", false);
+  resolve(a.CommGetAsyncError, "ncclCommGetAsyncError", false);
   if (!missing.empty()) {
     ::dlclose(handle);
     throw Error(SourceLocation{}, fmt::format("{} is not a usable NCCL: missing {}", used, missing),

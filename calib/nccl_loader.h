@@ -24,6 +24,11 @@ inline constexpr Result kSuccess = 0;
 inline constexpr DataType kBfloat16 = 9;  // ncclBfloat16
 inline constexpr RedOp kSum = 0;          // ncclSum
 
+// ncclUniqueId: 128 opaque bytes (NCCL_UNIQUE_ID_BYTES), passed by value.
+struct UniqueId {
+  char internal[128];
+};
+
 struct Api {
   Result (*GetVersion)(int* version) = nullptr;
   Result (*CommInitAll)(Comm* comms, int ndev, const int* devlist) = nullptr;
@@ -41,6 +46,16 @@ struct Api {
   Result (*GroupStart)() = nullptr;
   Result (*GroupEnd)() = nullptr;
   const char* (*GetErrorString)(Result result) = nullptr;
+  // The executor's (runtime/cuda_nccl.h): one process per GPU. Resolved when
+  // present; Library::require() names a missing one.
+  Result (*GetUniqueId)(UniqueId* id) = nullptr;
+  Result (*CommInitRank)(Comm* comm, int nranks, UniqueId id, int rank) = nullptr;
+  Result (*Broadcast)(const void* send, void* recv, size_t count, DataType type, int root, Comm comm,
+                      Stream stream) = nullptr;
+  Result (*Reduce)(const void* send, void* recv, size_t count, DataType type, RedOp op, int root, Comm comm,
+                   Stream stream) = nullptr;
+  Result (*CommAbort)(Comm comm) = nullptr;
+  Result (*CommGetAsyncError)(Comm comm, Result* async_error) = nullptr;
 };
 
 class Library {
@@ -58,6 +73,9 @@ class Library {
 
   // Throws lacuna::Error with ncclGetErrorString when r is not ncclSuccess.
   void check(Result r, const char* what) const;
+  // Throws lacuna::Error when an optional entry point (the executor's) is
+  // absent from the loaded library.
+  void require(bool present, const char* name) const;
 
  private:
   Api api_;

@@ -323,7 +323,7 @@ Recipe recipe_for(const ir::Compute& op) {
 
 // ---------------------------------------------------------------- the case
 
-class GpuCase final : public KernelCase {
+class GpuCase final : public KernelCase, public GpuEnqueueCase {
  public:
   GpuCase(Recipe recipe, Context& ctx, const GpuCaseOptions& options) : recipe_(std::move(recipe)), ctx_(ctx) {
     int64_t per_set = 0;
@@ -377,6 +377,12 @@ class GpuCase final : public KernelCase {
     return ctx_.time_ns([&] { recipe_.launch(ctx_, set); });
   }
 
+  void enqueue() override {
+    Set& set = sets_[next_];
+    next_ = (next_ + 1) % sets_.size();
+    recipe_.launch(ctx_, set);
+  }
+
   std::string describe() const override { return recipe_.description; }
   int64_t resident_bytes() const override { return resident_; }
 
@@ -403,6 +409,14 @@ int gpu_case_set_count(int64_t per_set_bytes, int64_t l2_bytes, int64_t budget_b
 }
 
 std::unique_ptr<KernelCase> make_gpu_case(const ir::Compute& op, gpu::Context& ctx, const GpuCaseOptions& options) {
+#ifndef LACUNA_HAVE_CUDA
+  throw Error("no GPU kernel for " + describe_op(op) + ": this lacuna was built without CUDA");
+#endif
+  return std::make_unique<GpuCase>(recipe_for(op), ctx, options);
+}
+
+std::unique_ptr<GpuEnqueueCase> make_gpu_enqueue_case(const ir::Compute& op, gpu::Context& ctx,
+                                                      const GpuCaseOptions& options) {
 #ifndef LACUNA_HAVE_CUDA
   throw Error("no GPU kernel for " + describe_op(op) + ": this lacuna was built without CUDA");
 #endif

@@ -58,4 +58,24 @@ std::unique_ptr<KernelCase> make_gpu_case(const ir::Compute& op, gpu::Context& c
 // lacuna::Error when even one set exceeds budget_bytes. Pure; for tests.
 int gpu_case_set_count(int64_t per_set_bytes, int64_t l2_bytes, int64_t budget_bytes, int max_sets = 8);
 
+// The same case for the executor (runtime/cuda_backend.h): enqueue()
+// launches the kernel(s) once on the next input set on the context's stream
+// and returns at once (no events, no synchronisation), so the executor can
+// place it between its own events and cross-stream waits. Launch errors
+// still throw lacuna::Error; faults inside the kernels surface at the
+// executor's next synchronisation. The executor passes max_sets = 1: it
+// replays a schedule, it does not time a kernel in isolation.
+class GpuEnqueueCase {
+ public:
+  virtual ~GpuEnqueueCase() = default;
+  virtual void enqueue() = 0;
+  virtual std::string describe() const = 0;
+  virtual int64_t resident_bytes() const = 0;
+};
+
+// As make_gpu_case (same errors, same setup: the sets are filled and the
+// context synchronised before it returns).
+std::unique_ptr<GpuEnqueueCase> make_gpu_enqueue_case(const ir::Compute& op, gpu::Context& ctx,
+                                                      const GpuCaseOptions& options = {});
+
 }  // namespace lacuna::kernels

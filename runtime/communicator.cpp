@@ -125,6 +125,7 @@ struct Instance {
   int left = 0;
   int first = -1;  // index of the first member to arrive
   bool all_arrived = false;
+  std::chrono::steady_clock::time_point all_arrived_at{};  // when the last member arrived
   bool failed = false;
   CommError::Kind fail_kind = CommError::Kind::kMismatch;
   std::string error;
@@ -153,6 +154,7 @@ struct Transfer {
   bool has_send = false, has_recv = false;
   Side send, recv;
   bool matched = false;  // both sides present and compatible: the copy runs
+  std::chrono::steady_clock::time_point matched_at{};
   bool done = false;     // the copy finished
   bool failed = false;
   CommError::Kind fail_kind = CommError::Kind::kMismatch;
@@ -490,6 +492,7 @@ CallStats Communicator::Impl::collective(int rank, int group_id, Call call, std:
       fail_instance(g, *inst, CommError::Kind::kMismatch, mismatch_message(g, *inst));
     } else if (inst->arrived == n) {
       inst->all_arrived = true;
+      inst->all_arrived_at = std::chrono::steady_clock::now();
       g.cv.notify_all();
     }
   }
@@ -668,7 +671,9 @@ CallStats Communicator::Impl::collective(int rank, int group_id, Call call, std:
   });
   const std::int64_t bytes = received * static_cast<std::int64_t>(sizeof(float));
   bytes_moved.fetch_add(bytes);
-  return CallStats{.size_bytes = d.count * static_cast<std::int64_t>(sizeof(float)), .bytes_received = bytes};
+  return CallStats{.size_bytes = d.count * static_cast<std::int64_t>(sizeof(float)),
+                   .bytes_received = bytes,
+                   .started = inst->all_arrived_at};
 }
 
 // ------------------------------------------------------------------ Communicator
@@ -895,20 +900,21 @@ CallStats Communicator::Impl::p2p(bool is_send, int src, int dst, int channel_id
       throw CommError(CommError::Kind::kMismatch, t->error);
     }
     t->matched = true;
+    t->matched_at = std::chrono::steady_clock::now();
     lk.unlock();
     std::copy_n(s.src, s.n, r.dst);
     lk.lock();
     t->done = true;
     ch.cv.notify_all();
     bytes_moved.fetch_add(size_bytes);
-    return CallStats{.size_bytes = size_bytes, .bytes_received = is_send ? 0 : size_bytes};
+    return CallStats{.size_bytes = size_bytes, .bytes_received = is_send ? 0 : size_bytes, .started = t->matched_at};
   }
   ch.cv.wait_until(lk, deadline, [&] { return t->matched || t->failed || is_aborted.load(); });
   if (t->matched) {
     // The other side is copying from/into this side's buffer: wait for it
     // even if the communicator is aborted meanwhile.
     ch.cv.wait(lk, [&] { return t->done; });
-    return CallStats{.size_bytes = size_bytes, .bytes_received = is_send ? 0 : size_bytes};
+    return CallStats{.size_bytes = size_bytes, .bytes_received = is_send ? 0 : size_bytes, .started = t->matched_at};
   }
   if (t->failed) throw CommError(t->fail_kind, t->error);  // a mismatch found by the other side
   // Give up; the pending record stays, so the other side fails when it comes.

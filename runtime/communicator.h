@@ -69,6 +69,9 @@ struct CommunicatorOptions {
 struct CallStats {
   std::int64_t size_bytes = 0;      // nccl-tests' size S (program.proto, Collective.bytes)
   std::int64_t bytes_received = 0;  // bytes this rank copied out of other ranks' buffers
+  // When the data started to move: the last member arrived (collectives), both
+  // sides were posted (send/recv). The executor's span start.
+  std::chrono::steady_clock::time_point started{};
 };
 
 class Communicator {

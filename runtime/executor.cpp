@@ -17,6 +17,7 @@
 
 #include "kernels/cpu_case.h"
 #include "runtime/communicator.h"
+#include "runtime/plan.h"
 #include "sim/core/error.h"
 
 namespace lacuna::runtime {
@@ -24,278 +25,12 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// ---------------------------------------------------------------- the plan
-
-enum class OpKind { kCompute, kCollective, kSend, kRecv, kRecord, kWait };
-
-struct PlannedOp {
-  OpKind kind = OpKind::kCompute;
-  std::int64_t fixed_ns = 0;  // compute (scaled), collective, p2p (the send's, for a recv too)
-  // compute
-  int case_index = -1;  // into StreamPlan::computes; -1 for fixed durations
-  double scale = 1.0;   // compute_time_scale applied to a real kernel (> 1 only)
-  // collective
-  CollectiveKind collective = CollectiveKind::kAllReduce;
-  int group = -1;
-  int member = 0;  // index of the rank in the group
-  int group_size = 1;
-  int root = 0;  // broadcast / reduce: the group's first rank
-  // p2p
-  int peer = -1;
-  int channel = 0;
-  std::int64_t tag = 0;
-  // collective / p2p elements (floats)
-  std::size_t elements = 0;
-  // events
-  int event = 0;
-  std::int64_t value = 0;
-  std::string label;  // "rank 0 stream 1 (tp_comm) op 12"
-  std::string what;   // "all_reduce 4096 B on group 3", for reports
-};
-
-struct StreamPlan {
-  int rank = 0;
-  int stream = 0;
-  std::string name;
-  std::vector<PlannedOp> ops;
-  std::vector<ir::Compute> computes;  // distinct (class, variant, shape) run by real kernels
-  std::size_t buffer_a = 0;           // floats: collective / p2p buffer
-  std::size_t buffer_b = 0;           // floats: all-to-all output, reduce output
-};
-
-CollectiveKind to_runtime(ir::CollectiveKind kind, const std::string& where) {
-  switch (kind) {
-    case ir::ALL_REDUCE: return CollectiveKind::kAllReduce;
-    case ir::ALL_GATHER: return CollectiveKind::kAllGather;
-    case ir::REDUCE_SCATTER: return CollectiveKind::kReduceScatter;
-    case ir::ALL_TO_ALL: return CollectiveKind::kAllToAll;
-    case ir::BROADCAST: return CollectiveKind::kBroadcast;
-    case ir::REDUCE: return CollectiveKind::kReduce;
-    default: throw Error(where + ": collective kind " + std::to_string(static_cast<int>(kind)) + " is not supported");
-  }
-}
-
-std::string stream_label(int rank, int stream, const std::string& name) {
-  return "rank " + std::to_string(rank) + " stream " + std::to_string(stream) + " (" + name + ")";
-}
-
-std::size_t float_count(std::int64_t bytes) { return static_cast<std::size_t>((bytes + 3) / 4); }
-
-struct Plan {
-  std::vector<int> ranks;  // executed, ascending
-  std::vector<StreamPlan> streams;
-  std::vector<int> num_events;  // per global rank (executed ones)
-};
-
-Plan make_plan(const ir::Program& program, const ExecuteOptions& options) {
-  const int num_ranks = program.ranks_size();
-  if (num_ranks == 0) throw Error("execute: the program has no ranks");
-  if (options.iterations < 1) throw Error("execute: iterations must be >= 1, got " + std::to_string(options.iterations));
-  if (options.timeout.count() <= 0) throw Error("execute: timeout must be > 0");
-
-  Plan plan;
-  std::vector<bool> selected(static_cast<std::size_t>(num_ranks), options.ranks.empty());
-  for (int r : options.ranks) {
-    if (r < 0 || r >= num_ranks) {
-      throw Error("execute: rank " + std::to_string(r) + " is not in the program (ranks 0.." +
-                  std::to_string(num_ranks - 1) + ")");
-    }
-    selected[static_cast<std::size_t>(r)] = true;
-  }
-  for (int r = 0; r < num_ranks; ++r) {
-    if (selected[static_cast<std::size_t>(r)]) plan.ranks.push_back(r);
-  }
-  plan.num_events.assign(static_cast<std::size_t>(num_ranks), 0);
-
-  for (int g = 0; g < program.groups_size(); ++g) {
-    const auto& ranks = program.groups(g).ranks();
-    for (int i = 0; i < ranks.size(); ++i) {
-      if (ranks[i] < 0 || ranks[i] >= num_ranks || (i > 0 && ranks[i] <= ranks[i - 1])) {
-        throw Error("execute: group " + std::to_string(g) + " must list ascending ranks in [0, " +
-                    std::to_string(num_ranks) + ")");
-      }
-    }
-  }
-
-  // Sends' fixed durations per (src, dst, channel) in issue order, so that the
-  // matching recv knows the transfer is fixed (the sender decides).
-  std::map<std::tuple<int, int, int>, std::vector<std::int64_t>> send_fixed;
-  std::map<std::tuple<int, int, int>, std::size_t> recv_seen;
-
-  for (int r : plan.ranks) {
-    const ir::RankBinding& binding = program.ranks(r);
-    if (binding.class_id() < 0 || binding.class_id() >= program.classes_size()) {
-      throw Error("execute: rank " + std::to_string(r) + " has class_id " + std::to_string(binding.class_id()) +
-                  " but the program has " + std::to_string(program.classes_size()) + " classes");
-    }
-    const ir::RankClass& cls = program.classes(binding.class_id());
-    plan.num_events[static_cast<std::size_t>(r)] = cls.num_events();
-    const double scale =
-        options.apply_compute_time_scale && binding.has_compute_time_scale() ? binding.compute_time_scale() : 1.0;
-    if (!(scale > 0)) throw Error("execute: rank " + std::to_string(r) + " has compute_time_scale <= 0");
-
-    for (int s = 0; s < cls.streams_size(); ++s) {
-      const ir::Stream& stream = cls.streams(s);
-      StreamPlan sp;
-      sp.rank = r;
-      sp.stream = s;
-      sp.name = stream.name();
-      std::map<std::string, int> case_of;
-      for (int i = 0; i < stream.ops_size(); ++i) {
-        const ir::Op& op = stream.ops(i);
-        PlannedOp p;
-        p.label = stream_label(r, s, sp.name) + " op " + std::to_string(i);
-        auto resolve_group = [&](int slot) {
-          if (slot < 0 || slot >= binding.group_size() || binding.group(slot) < 0 ||
-              binding.group(slot) >= program.groups_size()) {
-            throw Error("execute: " + p.label + " uses group slot " + std::to_string(slot) +
-                        ", which rank " + std::to_string(r) + " does not bind to a group");
-          }
-          return binding.group(slot);
-        };
-        auto resolve_peer = [&](int slot) {
-          if (slot < 0 || slot >= binding.peer_size() || binding.peer(slot) < 0 || binding.peer(slot) >= num_ranks ||
-              binding.peer(slot) == r) {
-            throw Error("execute: " + p.label + " uses peer slot " + std::to_string(slot) + ", which rank " +
-                        std::to_string(r) + " does not bind to another rank");
-          }
-          const int peer = binding.peer(slot);
-          if (!selected[static_cast<std::size_t>(peer)]) {
-            throw Error(SourceLocation{}, "execute: " + p.label + " talks to rank " + std::to_string(peer) +
-                        ", which is not executed", "add rank " + std::to_string(peer) + " to the executed ranks");
-          }
-          return peer;
-        };
-        switch (op.kind_case()) {
-          case ir::Op::kCompute: {
-            const ir::Compute& c = op.compute();
-            p.kind = OpKind::kCompute;
-            p.what = kernels::describe_op(c);
-            if (c.fixed_duration_ns() > 0) {
-              p.fixed_ns = static_cast<std::int64_t>(static_cast<double>(c.fixed_duration_ns()) * scale + 0.5);
-            } else {
-              const std::string key = p.what;
-              auto it = case_of.find(key);
-              if (it == case_of.end()) {
-                it = case_of.emplace(key, static_cast<int>(sp.computes.size())).first;
-                sp.computes.push_back(c);
-              }
-              p.case_index = it->second;
-              p.scale = scale;
-            }
-            break;
-          }
-          case ir::Op::kCollective: {
-            const ir::Collective& c = op.collective();
-            p.kind = OpKind::kCollective;
-            p.collective = to_runtime(c.kind(), p.label);
-            p.group = resolve_group(c.group_slot());
-            const auto& members = program.groups(p.group).ranks();
-            p.group_size = members.size();
-            auto pos = std::find(members.begin(), members.end(), r);
-            if (pos == members.end()) {
-              throw Error("execute: " + p.label + " runs a collective on group " + std::to_string(p.group) +
-                          ", which does not contain rank " + std::to_string(r));
-            }
-            p.member = static_cast<int>(pos - members.begin());
-            for (int m : members) {
-              if (!selected[static_cast<std::size_t>(m)]) {
-                throw Error(SourceLocation{}, "execute: " + p.label + " runs a collective on group " + std::to_string(p.group) +
-                                " with rank " + std::to_string(m) + ", which is not executed",
-                            "execute every member of the group");
-              }
-            }
-            p.root = members[0];
-            if (c.bytes() < 0) throw Error("execute: " + p.label + ": negative bytes");
-            p.elements = float_count(c.bytes());
-            if (p.collective == CollectiveKind::kAllGather || p.collective == CollectiveKind::kReduceScatter ||
-                p.collective == CollectiveKind::kAllToAll) {
-              const auto n = static_cast<std::size_t>(p.group_size);
-              p.elements = (p.elements + n - 1) / n * n;
-            }
-            p.fixed_ns = c.fixed_duration_ns();
-            p.what = std::string(to_string(p.collective)) + " " + std::to_string(c.bytes()) + " B on group " +
-                     std::to_string(p.group);
-            if (p.fixed_ns > 0) {
-              sp.buffer_a = std::max<std::size_t>(sp.buffer_a, 1);
-            } else {
-              sp.buffer_a = std::max(sp.buffer_a, p.elements);
-              if (p.collective == CollectiveKind::kAllToAll || p.collective == CollectiveKind::kReduce) {
-                sp.buffer_b = std::max(sp.buffer_b, p.elements);
-              }
-            }
-            break;
-          }
-          case ir::Op::kSend: {
-            const ir::Send& m = op.send();
-            p.kind = OpKind::kSend;
-            p.peer = resolve_peer(m.peer_slot());
-            p.channel = m.channel();
-            p.tag = m.tag();
-            if (m.bytes() < 0 || m.channel() < 0) throw Error("execute: " + p.label + ": negative bytes or channel");
-            p.elements = float_count(m.bytes());
-            p.fixed_ns = m.fixed_duration_ns();
-            send_fixed[{r, p.peer, p.channel}].push_back(p.fixed_ns);
-            p.what = "send " + std::to_string(m.bytes()) + " B to rank " + std::to_string(p.peer) + " channel " +
-                     std::to_string(p.channel) + " tag " + std::to_string(p.tag);
-            sp.buffer_a = std::max(sp.buffer_a, p.fixed_ns > 0 ? std::size_t{1} : p.elements);
-            break;
-          }
-          case ir::Op::kRecv: {
-            const ir::Recv& m = op.recv();
-            p.kind = OpKind::kRecv;
-            p.peer = resolve_peer(m.peer_slot());
-            p.channel = m.channel();
-            p.tag = m.tag();
-            if (m.bytes() < 0 || m.channel() < 0) throw Error("execute: " + p.label + ": negative bytes or channel");
-            p.elements = float_count(m.bytes());
-            p.what = "recv " + std::to_string(m.bytes()) + " B from rank " + std::to_string(p.peer) + " channel " +
-                     std::to_string(p.channel) + " tag " + std::to_string(p.tag);
-            break;
-          }
-          case ir::Op::kRecord:
-          case ir::Op::kWait: {
-            const bool record = op.kind_case() == ir::Op::kRecord;
-            p.kind = record ? OpKind::kRecord : OpKind::kWait;
-            p.event = record ? op.record().event() : op.wait().event();
-            p.value = record ? 0 : op.wait().value();
-            if (p.event < 0 || p.event >= cls.num_events()) {
-              throw Error("execute: " + p.label + " uses event " + std::to_string(p.event) + " but class '" +
-                          cls.name() + "' has num_events = " + std::to_string(cls.num_events()));
-            }
-            p.what = record ? "record event " + std::to_string(p.event)
-                            : "wait event " + std::to_string(p.event) + " >= " + std::to_string(p.value);
-            break;
-          }
-          default: throw Error("execute: " + p.label + " has no kind");
-        }
-        sp.ops.push_back(std::move(p));
-      }
-      plan.streams.push_back(std::move(sp));
-    }
-  }
-
-  // Second pass: recvs learn whether their matching send is fixed-duration
-  // (matched in order per (src, dst, channel), streams of a rank in order).
-  for (StreamPlan& sp : plan.streams) {
-    for (PlannedOp& p : sp.ops) {
-      if (p.kind != OpKind::kRecv) continue;
-      const std::tuple<int, int, int> key{p.peer, sp.rank, p.channel};
-      const std::size_t k = recv_seen[key]++;
-      auto it = send_fixed.find(key);
-      if (it != send_fixed.end() && k < it->second.size()) p.fixed_ns = it->second[k];
-      sp.buffer_a = std::max(sp.buffer_a, p.fixed_ns > 0 ? std::size_t{1} : p.elements);
-    }
-  }
-  return plan;
-}
-
 // ---------------------------------------------------------------- running
 
 // Thrown inside a stream thread when the run was aborted by another failure.
 struct Aborted {};
 
-enum class State : int { kSetup, kRunning, kEventWait, kCommunicating, kBarrier, kDone };
+enum class State : int { kSetup, kRunning, kEventWait, kCommunicating, kComputeSlot, kBarrier, kDone };
 
 const char* state_name(State s) {
   switch (s) {
@@ -303,6 +38,7 @@ const char* state_name(State s) {
     case State::kRunning: return "running";
     case State::kEventWait: return "waiting for an event in";
     case State::kCommunicating: return "in the communicator at";
+    case State::kComputeSlot: return "waiting for a compute slot at";
     case State::kBarrier: return "at the iteration barrier after";
     case State::kDone: return "done";
   }
@@ -332,6 +68,7 @@ class Run {
           static_cast<std::size_t>(plan.num_events[static_cast<std::size_t>(r)]), 0);
     }
     barrier_total_ = static_cast<int>(plan.streams.size());
+    free_slots_ = options.compute_slots;
   }
 
   ExecutionResult run() {
@@ -364,6 +101,7 @@ class Run {
     }
     result.ranks = plan_.ranks;
     result.bytes_moved = comm_.total_bytes_moved();
+    result.emulated_ops = plan_.emulated_ops;
     return result;
   }
 
@@ -389,6 +127,10 @@ class Run {
       if (!e) continue;
       std::lock_guard lock(e->mu);
       e->cv.notify_all();
+    }
+    {
+      std::lock_guard lock(slot_mu_);
+      slot_cv_.notify_all();
     }
     std::lock_guard lock(barrier_mu_);
     barrier_cv_.notify_all();
@@ -458,6 +200,72 @@ class Run {
     }
   }
 
+  void acquire_compute_slot(StreamStatus& status) {
+    if (options_.compute_slots <= 0) return;
+    status.state.store(static_cast<int>(State::kComputeSlot));
+    std::unique_lock lock(slot_mu_);
+    slot_cv_.wait(lock, [&] { return free_slots_ > 0 || aborted_.load(); });
+    if (aborted_.load()) throw Aborted{};
+    --free_slots_;
+    status.state.store(static_cast<int>(State::kRunning));
+  }
+
+  void release_compute_slot() {
+    if (options_.compute_slots <= 0) return;
+    std::lock_guard lock(slot_mu_);
+    ++free_slots_;
+    slot_cv_.notify_one();
+  }
+
+  // A real collective through the communicator; fixed-duration ones only
+  // synchronise the members and then take their time. `start` is set when the
+  // work is known to begin later than the op was reached.
+  void run_collective(const PlannedOp& p, int r, std::vector<float>& a, std::vector<float>& b, float& sync,
+                      StreamStatus& status, Clock::time_point& start) {
+    status.state.store(static_cast<int>(State::kCommunicating));
+    if (p.fixed_ns > 0) {
+      start = comm_.all_reduce(r, p.group, std::span<float>(&sync, 1), p.label).started;
+      status.state.store(static_cast<int>(State::kRunning));
+      sleep_until(start + std::chrono::nanoseconds(p.fixed_ns));
+      return;
+    }
+    std::span<float> buf(a.data(), p.elements);
+    const std::size_t block = p.elements / static_cast<std::size_t>(p.group_size);
+    const std::size_t mine = block * static_cast<std::size_t>(p.member);
+    CallStats stats;
+    switch (p.collective) {
+      case CollectiveKind::kAllReduce: stats = comm_.all_reduce(r, p.group, buf, p.label); break;
+      case CollectiveKind::kAllGather:
+        stats = comm_.all_gather(r, p.group, buf.subspan(mine, block), buf, p.label);
+        break;
+      case CollectiveKind::kReduceScatter:
+        stats = comm_.reduce_scatter(r, p.group, buf, buf.subspan(mine, block), p.label);
+        break;
+      case CollectiveKind::kAllToAll:
+        stats = comm_.all_to_all(r, p.group, buf, std::span<float>(b.data(), p.elements), p.label);
+        break;
+      case CollectiveKind::kBroadcast: stats = comm_.broadcast(r, p.group, p.root, buf, p.label); break;
+      case CollectiveKind::kReduce:
+        stats = comm_.reduce(r, p.group, p.root, buf,
+                             r == p.root ? std::span<float>(b.data(), p.elements) : std::span<float>(), p.label);
+        break;
+    }
+    start = std::max(start, stats.started);
+  }
+
+  void run_p2p(const PlannedOp& p, int r, std::vector<float>& a, float& sync, StreamStatus& status,
+               Clock::time_point& start) {
+    status.state.store(static_cast<int>(State::kCommunicating));
+    std::span<float> buf = p.fixed_ns > 0 ? std::span<float>(&sync, 1) : std::span<float>(a.data(), p.elements);
+    const CallStats stats = p.kind == OpKind::kSend ? comm_.send(r, p.peer, p.channel, p.tag, buf, p.label)
+                                                    : comm_.recv(r, p.peer, p.channel, p.tag, buf, p.label);
+    start = std::max(start, stats.started);
+    if (p.fixed_ns > 0) {
+      status.state.store(static_cast<int>(State::kRunning));
+      sleep_until(start + std::chrono::nanoseconds(p.fixed_ns));
+    }
+  }
+
   void stream_main(std::size_t index, std::vector<ExecutedSpan>& out) {
     const StreamPlan& sp = plan_.streams[index];
     StreamStatus& status = statuses_[index];
@@ -499,60 +307,35 @@ class Run {
               if (p.case_index < 0) {
                 sleep_until(ready + std::chrono::nanoseconds(p.fixed_ns));
               } else {
+                // With compute slots, the op starts when it holds one: the
+                // wait for a core is idle time, not kernel time.
+                acquire_compute_slot(status);
+                start = Clock::now();
                 cases[static_cast<std::size_t>(p.case_index)]->run_once_ns();
+                // Taken before the release, whose wake-up of another stream
+                // may preempt this thread.
+                record_end = Clock::now();
+                release_compute_slot();
                 if (p.scale > 1.0) {
-                  const auto ran = Clock::now() - ready;
+                  const auto ran = Clock::now() - start;
                   sleep_until(Clock::now() + std::chrono::duration_cast<Clock::duration>(ran * (p.scale - 1.0)));
                 }
               }
               break;
             }
-            case OpKind::kCollective: {
-              status.state.store(static_cast<int>(State::kCommunicating));
-              const int r = sp.rank;
-              if (p.fixed_ns > 0) {
-                comm_.all_reduce(r, p.group, std::span<float>(&sync, 1), p.label);
-                start = Clock::now();
-                status.state.store(static_cast<int>(State::kRunning));
-                sleep_until(start + std::chrono::nanoseconds(p.fixed_ns));
+            case OpKind::kCollective:
+            case OpKind::kSend:
+            case OpKind::kRecv:
+              if (p.emulated) {
+                status.state.store(static_cast<int>(State::kCommunicating));
+                // Replay: the peers are the prediction (runtime/replay.h).
+                start = std::max(ready, *t0 + std::chrono::nanoseconds(p.predicted.start_ns));
+                sleep_until(start + std::chrono::nanoseconds(p.predicted.end_ns - p.predicted.start_ns));
                 break;
               }
-              std::span<float> buf(a.data(), p.elements);
-              const std::size_t block = p.elements / static_cast<std::size_t>(p.group_size);
-              const std::size_t mine = block * static_cast<std::size_t>(p.member);
-              switch (p.collective) {
-                case CollectiveKind::kAllReduce: comm_.all_reduce(r, p.group, buf, p.label); break;
-                case CollectiveKind::kAllGather:
-                  comm_.all_gather(r, p.group, buf.subspan(mine, block), buf, p.label);
-                  break;
-                case CollectiveKind::kReduceScatter:
-                  comm_.reduce_scatter(r, p.group, buf, buf.subspan(mine, block), p.label);
-                  break;
-                case CollectiveKind::kAllToAll:
-                  comm_.all_to_all(r, p.group, buf, std::span<float>(b.data(), p.elements), p.label);
-                  break;
-                case CollectiveKind::kBroadcast: comm_.broadcast(r, p.group, p.root, buf, p.label); break;
-                case CollectiveKind::kReduce:
-                  comm_.reduce(r, p.group, p.root, buf,
-                               r == p.root ? std::span<float>(b.data(), p.elements) : std::span<float>(), p.label);
-                  break;
-              }
+              if (p.kind == OpKind::kCollective) run_collective(p, sp.rank, a, b, sync, status, start);
+              else run_p2p(p, sp.rank, a, sync, status, start);
               break;
-            }
-            case OpKind::kSend:
-            case OpKind::kRecv: {
-              status.state.store(static_cast<int>(State::kCommunicating));
-              const bool send = p.kind == OpKind::kSend;
-              std::span<float> buf = p.fixed_ns > 0 ? std::span<float>(&sync, 1) : std::span<float>(a.data(), p.elements);
-              if (send) comm_.send(sp.rank, p.peer, p.channel, p.tag, buf, p.label);
-              else comm_.recv(sp.rank, p.peer, p.channel, p.tag, buf, p.label);
-              if (p.fixed_ns > 0) {
-                start = Clock::now();
-                status.state.store(static_cast<int>(State::kRunning));
-                sleep_until(start + std::chrono::nanoseconds(p.fixed_ns));
-              }
-              break;
-            }
             case OpKind::kRecord: {
               // The record's end is taken under the lock, before the counter
               // moves, so that no released wait can end before it.
@@ -616,6 +399,10 @@ class Run {
   std::mutex fail_mu_;
   std::string first_, primary_, report_;
 
+  std::mutex slot_mu_;
+  std::condition_variable slot_cv_;
+  int free_slots_ = 0;  // ExecuteOptions::compute_slots not in use
+
   std::mutex barrier_mu_;
   std::condition_variable barrier_cv_;
   int barrier_count_ = 0;
@@ -637,7 +424,12 @@ Communicator Run::make_comm(const ir::Program& program, const ExecuteOptions& op
 }  // namespace
 
 ExecutionResult execute(const ir::Program& program, const ExecuteOptions& options) {
-  const Plan plan = make_plan(program, options);
+  if (options.iterations < 1) throw Error("execute: iterations must be >= 1, got " + std::to_string(options.iterations));
+  if (options.compute_slots < 0) throw Error("execute: compute_slots must be >= 0 (0: no limit)");
+  if (options.timeout.count() <= 0) throw Error("execute: timeout must be > 0");
+  const Plan plan = make_plan(program, PlanOptions{.ranks = options.ranks,
+                                                   .apply_compute_time_scale = options.apply_compute_time_scale,
+                                                   .replay = options.replay});
   Run run(program, plan, options);
   return run.run();
 }

@@ -8,8 +8,9 @@
 //   EventWait blocks until the counter is at least `value` (or fails after
 //   `timeout` with a report). Counters start at 0 every iteration.
 // - Compute: `fixed_duration_ns > 0` waits exactly that long; otherwise the op's
-//   CPU kernel case (kernels/cpu_case.h) runs once. Either is multiplied by the
-//   rank's compute_time_scale (> 1 only: a kernel cannot be made faster).
+//   CPU kernel case (kernels/cpu_case.h) runs once, after taking one of the
+//   `compute_slots` if they are limited. Either is multiplied by the rank's
+//   compute_time_scale (> 1 only: a kernel cannot be made faster).
 // - Collectives and Send/Recv go through the in-process Communicator
 //   (runtime/communicator.h) with bytes / 4 floats (nccl-tests' S, see
 //   program.proto). Fixed-duration ones synchronise through the communicator
@@ -23,6 +24,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "runtime/replay.h"
 #include "sim/proto/program.pb.h"
 
 namespace lacuna::runtime {
@@ -45,16 +47,26 @@ struct ExecuteOptions {
   std::uint64_t seed = 1;
   // Apply RankBinding.compute_time_scale (> 1 stretches compute ops).
   bool apply_compute_time_scale = true;
+  // At most this many compute kernels run at once (0: no limit). Set it to
+  // the number of cores when the ranks' streams outnumber them: a kernel then
+  // starts when it gets a core, so its span is kernel time and the wait shows
+  // as idle time before it (docs/executor.md#cpu-contention).
+  int compute_slots = 0;
+  // Replay mode (runtime/replay.h): when set, `ranks` need not be closed under
+  // groups and peers; ops with a rank outside them are emulated from these
+  // predicted spans. Not owned; must outlive the call.
+  const ReplayTimes* replay = nullptr;
 };
 
 // One op of one iteration; times in ns relative to the iteration's start
 // (the moment the start barrier released every stream, steady clock).
 // ready = the stream reached the op; start = the work began; end = it ended.
-// Compute, record, wait: start = ready (a wait's end is when it was
-// satisfied). Collectives and transfers: start = ready for real transfers
-// (the communicator does not report when the peers arrived); fixed-duration
-// ones: start = when the synchronising call returned (all members there),
-// end = start + fixed duration.
+// Compute: start = when it got a compute slot (= ready without a limit).
+// Record, wait: start = ready (a wait's end is when it was satisfied).
+// Collectives and transfers: start = when the last member arrived / both
+// sides were posted (the communicator's CallStats::started); fixed-duration
+// ones end at start + the fixed duration. Replay-emulated ones: start =
+// max(ready, predicted start).
 struct ExecutedSpan {
   std::int32_t iteration = 0;
   std::int32_t rank = 0;
@@ -76,6 +88,8 @@ struct ExecutionResult {
   std::vector<int> ranks{};
   // Bytes copied between ranks by the communicator, all iterations.
   std::int64_t bytes_moved = 0;
+  // Replay: ops per iteration emulated from the prediction (0 otherwise).
+  int emulated_ops = 0;
 };
 
 // Runs `program` on the CPU. Throws lacuna::Error for an invalid program or
