@@ -215,6 +215,7 @@ std::string summary_json(const Summary& s) {
     ranks += rank_entry(s.ranks[i], s.folded, s.multimodal()).dump();
   }
   ranks += s.ranks.empty() ? "]" : "\n ]";
+  if (s.timeline) ranks += ",\n \"timeline\": " + timeline_json(*s.timeline);
   return json_util::top_level_lines(top, "ranks", ranks);
 }
 

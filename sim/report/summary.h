@@ -13,6 +13,7 @@
 #include "sim/report/bubble_accounting.h"
 #include "sim/report/comm_accounting.h"
 #include "sim/report/link_summary.h"
+#include "sim/report/timeline.h"
 
 namespace lacuna::report {
 
@@ -77,6 +78,9 @@ struct Summary {
   std::optional<LinkSummary> links;
   // Set by the caller for a calibrated run (unset: the reports leave it out).
   std::optional<CalibrationCoverage> calibration;
+  // The traced ranks' per-op timeline (the JSON `timeline` key, for `lacuna
+  // diff`); set by the caller, unset: left out.
+  std::optional<Timeline> timeline;
 
   // A multimodal program (ProgramInfo.modules non-empty): the reports add the
   // placement, the modules, encoder compute and the boundary / encoder-comm

@@ -12,6 +12,12 @@ namespace lacuna::report {
 struct RunStats {
   double wall_seconds = 0;
   uint64_t events = 0;
+  // The last row: "simulation … events" for `simulate`; `execute` reports
+  // the ops it ran.
+  std::string label = "simulation";
+  std::string unit = "events";
+  // Replaces the "mode" row's text when set (execute: which ranks ran).
+  std::string mode;
 };
 
 std::string format_summary(const Summary& summary, const RunStats& run);

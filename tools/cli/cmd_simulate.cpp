@@ -18,11 +18,13 @@
 #include "sim/report/rank_spec.h"
 #include "sim/report/summary.h"
 #include "sim/report/terminal_report.h"
+#include "sim/report/timeline.h"
 #include "sim/report/trace_writer.h"
 #include "tools/cli/calibration_option.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/load_input.h"
 #include "tools/cli/network_option.h"
+#include "tools/cli/scale_down_option.h"
 
 namespace lacuna::cli {
 
@@ -40,6 +42,7 @@ struct SimulateOptions {
   bool no_svg = false;
   NetworkMode network = NetworkMode::kFlow;
   CalibrationOption calibration;
+  int64_t scale_down = 1;
 };
 
 void ensure_directory(const std::string& dir) {
@@ -53,7 +56,7 @@ void ensure_directory(const std::string& dir) {
 int run_simulate(const SimulateOptions& o) {
   // The cost model compiles (plans) and times the program: calibrated with
   // --calibration, else the lazily built analytic model.
-  const SimulationInput input = load_simulation_input(o.input, o.calibration);
+  const SimulationInput input = load_simulation_input(o.input, o.calibration, o.scale_down);
   const ir::Program& program = input.program;
   const cost::CostModel& cost = *input.cost;
   // Coverage walks the program's kernels before the run: a kernel class the
@@ -81,6 +84,12 @@ int run_simulate(const SimulateOptions& o) {
     sim.add_observer(&*trace);
     network.add_link_observer(trace->link_observer());
   }
+  // The JSON carries the traced ranks' per-op timeline, for `lacuna diff`.
+  std::optional<report::TimelineRecorder> timeline;
+  if (!o.json.empty()) {
+    timeline.emplace(program, spec);
+    sim.add_observer(&*timeline);
+  }
   std::optional<report::PipelineSvg> svg;
   if (!svg_path.empty()) {
     svg.emplace(program, spec);
@@ -102,6 +111,7 @@ int run_simulate(const SimulateOptions& o) {
                       ? report::summarize_links(network.flow()->links(), network.flow()->link_stats(result.end_time))
                       : report::analytic_links();
   summary.calibration = std::move(coverage);
+  if (timeline) summary.timeline = timeline->timeline();
   if (svg_file) svg_file->write(svg->render());
   if (json_file) json_file->write(report::summary_json(summary));
   if (trace) trace->commit();
@@ -129,7 +139,8 @@ void add_simulate_command(CLI::App& app, Action& action) {
   sub->add_flag("--fold", o->fold, "simulate one representative per class of identical ranks");
   add_network_option(sub, o->network);
   add_calibration_options(sub, o->calibration);
-  sub->add_option("--json", o->json, "write the summary as JSON to FILE");
+  add_scale_down_option(sub, o->scale_down);
+  sub->add_option("--json", o->json, "write the summary (and the traced ranks' per-op timeline) as JSON to FILE");
   sub->add_option("--trace", o->trace, "write the Perfetto trace to FILE (default DIR/<scenario>.trace.json)");
   sub->add_option("--svg", o->svg, "write the pipeline picture to FILE (default DIR/<scenario>.svg)");
   sub->add_option("--trace-ranks", o->trace_ranks,

@@ -14,6 +14,8 @@ using Action = std::function<int()>;
 void add_simulate_command(CLI::App& app, Action& action);
 void add_compile_command(CLI::App& app, Action& action);
 void add_compare_command(CLI::App& app, Action& action);
+void add_diff_command(CLI::App& app, Action& action);
+void add_execute_command(CLI::App& app, Action& action);
 void add_check_command(CLI::App& app, Action& action);
 void add_validate_command(CLI::App& app, Action& action);
 void add_presets_command(CLI::App& app, Action& action);

@@ -19,6 +19,8 @@ int run(int argc, char** argv) {
   lacuna::cli::Action action;
   lacuna::cli::add_simulate_command(app, action);
   lacuna::cli::add_compare_command(app, action);
+  lacuna::cli::add_execute_command(app, action);
+  lacuna::cli::add_diff_command(app, action);
   lacuna::cli::add_compile_command(app, action);
   lacuna::cli::add_check_command(app, action);
   lacuna::cli::add_calibrate_command(app, action);

@@ -1,0 +1,253 @@
+// `lacuna execute INPUT`: run the program for real (runtime/backend.h), then
+// write the measured iteration in simulate's formats: the summary table, the
+// Perfetto trace, the SVG and the JSON (with its per-op timeline, which
+// `lacuna diff` compares with a prediction). docs/executor.md.
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <numeric>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "runtime/backend.h"
+#include "runtime/observe.h"
+#include "runtime/replay.h"
+#include "sim/core/atomic_file.h"
+#include "sim/core/error.h"
+#include "sim/engine/simulator.h"
+#include "sim/report/bubble_accounting.h"
+#include "sim/report/comm_accounting.h"
+#include "sim/report/format.h"
+#include "sim/report/json_report.h"
+#include "sim/report/pipeline_svg.h"
+#include "sim/report/rank_spec.h"
+#include "sim/report/summary.h"
+#include "sim/report/terminal_report.h"
+#include "sim/report/timeline.h"
+#include "sim/report/trace_writer.h"
+#include "tools/cli/calibration_option.h"
+#include "tools/cli/commands.h"
+#include "tools/cli/load_input.h"
+#include "tools/cli/network_option.h"
+#include "tools/cli/scale_down_option.h"
+
+namespace lacuna::cli {
+
+namespace {
+
+struct ExecuteCliOptions {
+  std::string input;
+  std::string backend = "cpu";
+  std::string ranks = "all";
+  int iterations = 3;
+  int warmup = 1;
+  double timeout_s = 60;
+  bool replay = false;
+  int compute_slots = -1;  // -1: the CPU backend's default, the hardware threads
+  uint64_t seed = 1;
+  int64_t scale_down = 1;
+  NetworkMode network = NetworkMode::kFlow;
+  CalibrationOption calibration;
+  std::string json;
+  std::string trace;
+  std::string svg;
+  std::string trace_ranks = "pipeline";
+  std::string out_dir = "lacuna-out";
+  bool no_trace = false;
+  bool no_svg = false;
+};
+
+void ensure_directory(const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) {
+    throw Error(SourceLocation{dir, 0, 0, "--out-dir"}, "cannot create the output directory: " + ec.message());
+  }
+}
+
+// The prediction the replay emulates peers from: a simulation of the same
+// program with the same cost and network models as `lacuna simulate`.
+runtime::ReplayTimes predict_for_replay(const ir::Program& program, const cost::CostModel& cost, NetworkMode mode,
+                                        const std::vector<int>& ranks) {
+  runtime::ReplayTimes times;
+  NetworkSetup network(program, mode);
+  engine::Simulator sim(program, cost, network.apply(engine::SimulationOptions{}));
+  runtime::ReplayRecorder recorder(times, ranks);
+  sim.add_observer(&recorder);
+  (void)sim.run();
+  return times;
+}
+
+// The measured iteration the outputs describe: the median by wall time of
+// the iterations after the warm-up (the lower median; the earliest on ties).
+int representative_iteration(const std::vector<int64_t>& iteration_ns, int warmup) {
+  std::vector<int> measured(iteration_ns.size() - static_cast<size_t>(warmup));
+  std::iota(measured.begin(), measured.end(), warmup);
+  std::stable_sort(measured.begin(), measured.end(), [&](int a, int b) {
+    return iteration_ns[static_cast<size_t>(a)] < iteration_ns[static_cast<size_t>(b)];
+  });
+  return measured[(measured.size() - 1) / 2];
+}
+
+std::string iteration_list(const std::vector<int64_t>& iteration_ns, int warmup, int chosen) {
+  std::string out;
+  for (size_t i = static_cast<size_t>(warmup); i < iteration_ns.size(); ++i) {
+    if (!out.empty()) out += ", ";
+    out += report::format_duration(TimeNs(iteration_ns[i]));
+    if (static_cast<int>(i) == chosen) out += " (median)";
+  }
+  return out;
+}
+
+int run_execute(const ExecuteCliOptions& o) {
+  if (o.iterations < 1) throw Error(SourceLocation{{}, 0, 0, "--iterations"}, "must be >= 1");
+  if (o.warmup < 0) throw Error(SourceLocation{{}, 0, 0, "--warmup"}, "must be >= 0");
+  if (!(o.timeout_s > 0)) throw Error(SourceLocation{{}, 0, 0, "--timeout-s"}, "must be > 0");
+
+  // The same program `lacuna simulate INPUT` with these options simulates:
+  // placements plan with the same (calibrated or analytic) cost model.
+  const SimulationInput input = load_simulation_input(o.input, o.calibration, o.scale_down);
+  const ir::Program& program = input.program;
+  const report::RankSpec trace_spec = report::parse_rank_spec(o.trace_ranks);
+  (void)report::select_ranks(trace_spec, program);  // a bad selection fails before the run
+  const report::RankSpec rank_spec = report::parse_rank_spec(o.ranks);
+  std::vector<int> ranks;
+  for (int32_t r : report::select_ranks(rank_spec, program)) ranks.push_back(r);
+  std::sort(ranks.begin(), ranks.end());
+
+  std::unique_ptr<runtime::Backend> backend = runtime::make_backend(o.backend);
+
+  std::optional<runtime::ReplayTimes> replay;
+  if (o.replay) replay = predict_for_replay(program, *input.cost, o.network, ranks);
+
+  const std::string stem = file_stem_for(program.info().scenario_name(), o.input);
+  const std::string trace_path =
+      o.no_trace ? std::string() : (!o.trace.empty() ? o.trace : o.out_dir + "/" + stem + ".measured.trace.json");
+  const std::string svg_path =
+      o.no_svg ? std::string() : (!o.svg.empty() ? o.svg : o.out_dir + "/" + stem + ".measured.svg");
+  if ((!o.no_trace && o.trace.empty()) || (!o.no_svg && o.svg.empty())) ensure_directory(o.out_dir);
+  // Opened before the run so that an unwritable path fails first; each file
+  // appears under its name only on commit().
+  std::optional<AtomicFile> svg_file, json_file;
+  if (!svg_path.empty()) svg_file.emplace(svg_path);
+  if (!o.json.empty()) json_file.emplace(o.json);
+  std::optional<report::TraceWriter> trace;
+  if (!trace_path.empty()) trace.emplace(program, trace_path, trace_spec);
+
+  runtime::ExecuteOptions eo;
+  eo.iterations = o.warmup + o.iterations;
+  eo.keep_all_iterations = true;
+  eo.timeout = std::chrono::milliseconds(static_cast<int64_t>(o.timeout_s * 1000));
+  eo.ranks = ranks;
+  eo.seed = o.seed;
+  eo.compute_slots = o.compute_slots >= 0                                  ? o.compute_slots
+                     : backend->name() == "cpu"                             ? static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))
+                                                                            : 0;
+  eo.replay = replay ? &*replay : nullptr;
+  // Executed rank subsets without --replay are checked by the plan (every
+  // peer and group member must run).
+
+  const auto t0 = std::chrono::steady_clock::now();
+  const runtime::ExecutionResult result = backend->execute(program, eo);
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (result.iteration_ns.size() != static_cast<size_t>(eo.iterations)) {
+    throw Error("execute: the backend reported " + std::to_string(result.iteration_ns.size()) + " iterations, expected " +
+                std::to_string(eo.iterations));
+  }
+  const int chosen = representative_iteration(result.iteration_ns, o.warmup);
+
+  report::BubbleAccounting accounting;
+  report::CommAccounting comm;
+  report::TimelineRecorder timeline(program, trace_spec);
+  std::optional<report::PipelineSvg> svg;
+  if (!svg_path.empty()) svg.emplace(program, trace_spec);
+  std::vector<engine::Observer*> observers{&accounting, &comm, &timeline};
+  if (trace) observers.push_back(&*trace);
+  if (svg) observers.push_back(&*svg);
+  runtime::feed_observers(program, result, chosen, observers);
+
+  const std::string measured =
+      fmt::format("measured: {} backend ({}); iteration {} of {}, the median after {} warm-up", backend->name(),
+                  backend->device_description(), chosen - o.warmup + 1, o.iterations, o.warmup);
+  report::Summary summary = report::summarize(program, accounting, measured, false);
+  summary.comm = report::summarize_comm(comm);
+  // No per-link figures: a measured run has no network model.
+  summary.timeline = timeline.timeline();
+  if (svg_file) svg_file->write(svg->render());
+  if (json_file) json_file->write(report::summary_json(summary));
+  if (trace) trace->commit();
+  if (svg_file) svg_file->commit();
+  if (json_file) json_file->commit();
+
+  size_t ops = 0;
+  for (const auto& s : result.spans) ops += s.iteration == chosen ? 1 : 0;
+  report::RunStats stats{wall, static_cast<uint64_t>(result.spans.size()), "execution", "ops", {}};
+  stats.mode = ranks.size() == static_cast<size_t>(program.ranks_size())
+                   ? fmt::format("executed: all {} ranks", program.ranks_size())
+                   : fmt::format("executed: {} of {} ranks{}", ranks.size(), program.ranks_size(),
+                                 replay ? fmt::format(" (replay: {} ops per iteration emulated from the prediction, "
+                                                      "predicted iteration {})",
+                                                      result.emulated_ops,
+                                                      report::format_duration(TimeNs(replay->iteration_ns)))
+                                        : std::string());
+  fmt::print("{}", report::format_summary(summary, stats));
+  fmt::print("  {:<24} {}\n", "iterations", iteration_list(result.iteration_ns, o.warmup, chosen));
+  fmt::print("  {:<24} {} per iteration\n", "ops executed", ops);
+  if (trace || svg || !o.json.empty()) fmt::print("\n");
+  if (trace) {
+    fmt::print("  trace  {}  ({} ranks; open the trace at https://ui.perfetto.dev)\n", trace_path,
+               trace->traced_ranks().size());
+  }
+  if (svg) fmt::print("  svg    {}  ({} ranks)\n", svg_path, svg->drawn_ranks().size());
+  if (!o.json.empty()) fmt::print("  json   {}\n", o.json);
+  return 0;
+}
+
+}  // namespace
+
+void add_execute_command(CLI::App& app, Action& action) {
+  auto o = std::make_shared<ExecuteCliOptions>();
+  CLI::App* sub =
+      app.add_subcommand("execute", "Run the program for real (CPU threads or CUDA/NCCL) and write the measured timeline");
+  sub->add_option("INPUT", o->input, "scenario (.pbtxt, .textproto, .json) or program from `lacuna compile` (.pb)")
+      ->required();
+  sub->add_option("--backend", o->backend, "cpu (threads, reference kernels) or cuda (GPUs, NCCL)")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->capture_default_str();
+  sub->add_option("--ranks", o->ranks,
+                  "ranks to execute: all (default), a list like 0-3,6, pipeline or stage:N; a subset needs --replay "
+                  "unless it is closed under its groups and peers")
+      ->capture_default_str();
+  sub->add_option("--iterations", o->iterations, "measured iterations (the outputs show the median one)")
+      ->capture_default_str();
+  sub->add_option("--warmup", o->warmup, "iterations run first and not measured")->capture_default_str();
+  sub->add_option("--timeout-s", o->timeout_s,
+                  "a wait for a peer or an event longer than this fails with a report of who waits on what")
+      ->capture_default_str();
+  sub->add_flag("--replay", o->replay,
+                "emulate the ranks not executed from a simulation of the same program (docs/executor.md#replay)");
+  sub->add_option("--compute-slots", o->compute_slots,
+                  "cpu backend: at most N compute kernels at once (default: the hardware threads; 0: no limit); "
+                  "a kernel waiting for a core shows as idle time, not kernel time");
+  sub->add_option("--seed", o->seed, "seed of the kernels' random inputs")->capture_default_str();
+  add_scale_down_option(sub, o->scale_down);
+  add_network_option(sub, o->network);
+  add_calibration_options(sub, o->calibration);
+  sub->add_option("--json", o->json, "write the measured summary and timeline as JSON to FILE (for `lacuna diff`)");
+  sub->add_option("--trace", o->trace, "write the Perfetto trace to FILE (default DIR/<scenario>.measured.trace.json)");
+  sub->add_option("--svg", o->svg, "write the pipeline picture to FILE (default DIR/<scenario>.measured.svg)");
+  sub->add_option("--trace-ranks", o->trace_ranks,
+                  "ranks to draw and keep in the JSON timeline: pipeline (default), all, a list like 0-7, or stage:N");
+  sub->add_option("--out-dir", o->out_dir, "directory for the default trace and SVG (created if missing)")
+      ->capture_default_str();
+  sub->add_flag("--no-trace", o->no_trace, "do not write the trace");
+  sub->add_flag("--no-svg", o->no_svg, "do not write the SVG");
+  sub->callback([o, &action] { action = [o] { return run_execute(*o); }; });
+}
+
+}  // namespace lacuna::cli
