@@ -13,6 +13,7 @@
 #include "sim/report/diff_format.h"
 #include "sim/report/format.h"
 #include "sim/report/pipeline_svg.h"
+#include "sim/report/svg_util.h"
 
 namespace lacuna::report {
 
@@ -28,42 +29,8 @@ constexpr double kCommH = 9;
 constexpr double kLaneGap = 3;
 constexpr double kHalfGap = 18;
 
-// The pipeline picture's idle hatch.
-constexpr const char* kIdleFill = "#fde2e2";
-constexpr const char* kIdleHatch = "#f2a5a5";
 constexpr const char* kNotObservedStroke = "#d62728";  // red, dashed
 constexpr const char* kNotPredictedStroke = "#111111";  // black, solid
-
-std::string xml_escape(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&apos;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
-
-// 1, 2 or 5 × 10^k ns, giving at most about 12 ticks over `total`.
-int64_t tick_step(int64_t total) {
-  for (int64_t step = 1;; step *= 10) {
-    for (int64_t m : {1, 2, 5}) {
-      if (total / (step * m) <= 12) return step * m;
-    }
-  }
-}
-
-std::string tick_label(int64_t ns, int64_t step) {
-  int decimals = 0;
-  for (int64_t unit = 1'000'000; unit > step && decimals < 6; unit /= 10) ++decimals;
-  return fmt::format("{:.{}f} ms", static_cast<double>(ns) * 1e-6, decimals);
-}
 
 struct Geometry {
   int64_t total_ns;
@@ -121,7 +88,7 @@ double draw_half(std::string& o, const Geometry& g, const char* id, const std::s
   auto out = std::back_inserter(o);
   fmt::format_to(out, "<g class=\"half\" id=\"{}\">\n", id);
   fmt::format_to(out, "<text x=\"{:.0f}\" y=\"{:.2f}\" font-weight=\"bold\">{}</text>\n", kLeft, y + 13,
-                 xml_escape(heading));
+                 svg::xml_escape(heading));
   double lane_y = y + kHeadingH;
   const double row_width = g.w(std::min(iteration_ns, g.total_ns));
   const int main = main_compute_stream(r);
@@ -129,7 +96,7 @@ double draw_half(std::string& o, const Geometry& g, const char* id, const std::s
     const DiffStream& st = r.streams[s];
     const double h = lane_height(st);
     fmt::format_to(out, "<text x=\"{:.0f}\" y=\"{:.2f}\" text-anchor=\"end\" font-size=\"{}\" fill=\"#444\">{}</text>\n",
-                   kLeft - 8, lane_y + h - (h > kCommH ? 7 : 1), h > kCommH ? 11 : 8, xml_escape(st.name));
+                   kLeft - 8, lane_y + h - (h > kCommH ? 7 : 1), h > kCommH ? 11 : 8, svg::xml_escape(st.name));
     // Idle compute shows through the hatch; other lanes on light grey.
     fmt::format_to(out, "<rect x=\"{:.2f}\" y=\"{:.2f}\" width=\"{:.2f}\" height=\"{:.0f}\" fill=\"{}\"/>\n", g.x(0),
                    lane_y, row_width, h, st.kind == "compute" ? "url(#idle)" : "#f4f4f4");
@@ -201,7 +168,7 @@ std::string render_diff_svg(const DiffInput& predicted, const DiffInput& measure
                  "<defs>\n<pattern id=\"idle\" patternUnits=\"userSpaceOnUse\" width=\"6\" height=\"6\" "
                  "patternTransform=\"rotate(45)\"><rect width=\"6\" height=\"6\" fill=\"{}\"/>"
                  "<line x1=\"0\" y1=\"0\" x2=\"0\" y2=\"6\" stroke=\"{}\" stroke-width=\"2\"/></pattern>\n</defs>\n",
-                 kIdleFill, kIdleHatch);
+                 svg::kIdleFill, svg::kIdleHatch);
   fmt::format_to(out, "<rect x=\"0\" y=\"0\" width=\"{:.0f}\" height=\"{:.0f}\" fill=\"white\"/>\n", width, height);
 
   const std::string title =
@@ -211,11 +178,11 @@ std::string render_diff_svg(const DiffInput& predicted, const DiffInput& measure
   const std::string subtitle = fmt::format("predicted: {} · measured: {} · bubbles ≥ {}", report.predicted_file,
                                            report.measured_file, format_duration(TimeNs(report.min_bubble_ns)));
   fmt::format_to(out, "<text x=\"{:.0f}\" y=\"24\" font-size=\"16\" font-weight=\"bold\">{}</text>\n", kLeft,
-                 xml_escape(title));
-  fmt::format_to(out, "<text x=\"{:.0f}\" y=\"44\" fill=\"#444\">{}</text>\n", kLeft, xml_escape(subtitle));
+                 svg::xml_escape(title));
+  fmt::format_to(out, "<text x=\"{:.0f}\" y=\"44\" fill=\"#444\">{}</text>\n", kLeft, svg::xml_escape(subtitle));
 
   // Grid lines behind both halves.
-  const int64_t step = tick_step(g.total_ns);
+  const int64_t step = svg::tick_step(g.total_ns);
   fmt::format_to(out, "<g stroke=\"#e6e6e6\" stroke-width=\"1\">\n");
   for (int64_t t = 0; t <= g.total_ns; t += step) {
     fmt::format_to(out, "<line x1=\"{0:.2f}\" y1=\"{1:.2f}\" x2=\"{0:.2f}\" y2=\"{2:.2f}\"/>\n", g.x(t), kTop - 6, axis_y);
@@ -238,7 +205,7 @@ std::string render_diff_svg(const DiffInput& predicted, const DiffInput& measure
     fmt::format_to(out,
                    "<line x1=\"{0:.2f}\" y1=\"{1:.2f}\" x2=\"{0:.2f}\" y2=\"{2:.2f}\" stroke=\"#333\"/>"
                    "<text x=\"{0:.2f}\" y=\"{3:.2f}\" text-anchor=\"middle\">{4}</text>\n",
-                   g.x(t), axis_y, axis_y + 5, axis_y + 18, tick_label(t, step));
+                   g.x(t), axis_y, axis_y + 5, axis_y + 18, svg::tick_label(t, step));
   }
   fmt::format_to(out, "<text x=\"{:.2f}\" y=\"{:.2f}\" text-anchor=\"middle\" fill=\"#444\">time</text>\n</g>\n",
                  g.x(g.total_ns / 2), axis_y + 34);
@@ -271,7 +238,7 @@ std::string render_diff_svg(const DiffInput& predicted, const DiffInput& measure
                    "stroke-width=\"{}\"{}/><text x=\"{:.2f}\" y=\"{:.2f}\">{}</text>\n",
                    lx, legend_y, e.fill, e.stroke.empty() ? "#999" : e.stroke, e.stroke.empty() ? "0.5" : "2",
                    e.dashed ? " stroke-dasharray=\"4 2\"" : "", lx + 18,
-                   legend_y + 11, xml_escape(e.label));
+                   legend_y + 11, svg::xml_escape(e.label));
     lx += 28 + 6.0 * static_cast<double>(std::string_view(e.label).size());
   }
   fmt::format_to(out, "</g>\n</svg>\n");

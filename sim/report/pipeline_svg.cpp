@@ -7,6 +7,7 @@
 
 #include "sim/report/format.h"
 #include "sim/report/names.h"
+#include "sim/report/svg_util.h"
 
 namespace lacuna::report {
 
@@ -21,9 +22,6 @@ constexpr double kLaneH = 7;
 constexpr double kLaneGap = 2;
 constexpr double kRowGap = 16;
 constexpr double kMinLabelWidth = 16;
-
-constexpr const char* kIdleFill = "#fde2e2";
-constexpr const char* kIdleHatch = "#f2a5a5";
 
 struct LaneStyle {
   const char* label;
@@ -72,39 +70,6 @@ const char* phase_color(int phase) {
 const char* compute_color(int phase, int module) {
   if (module <= 0) return phase_color(phase);
   return phase == ir::BACKWARD_INPUT || phase == ir::BACKWARD_WEIGHT ? kEncoderBackward : kEncoderForward;
-}
-
-std::string xml_escape(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&apos;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
-
-// 1, 2 or 5 × 10^k ns, giving at most about 12 ticks over `total`.
-int64_t tick_step(int64_t total) {
-  int64_t step = 1;
-  while (true) {
-    for (int64_t m : {1, 2, 5}) {
-      if (total / (step * m) <= 12) return step * m;
-    }
-    step *= 10;
-  }
-}
-
-std::string tick_label(int64_t ns, int64_t step) {
-  int decimals = 0;
-  for (int64_t unit = 1'000'000; unit > step && decimals < 6; unit /= 10) ++decimals;
-  return fmt::format("{:.{}f} ms", static_cast<double>(ns) * 1e-6, decimals);
 }
 
 // One rectangle per pass: same module, microbatch and chunk, same phase,
@@ -158,16 +123,16 @@ std::string render_timeline_svg(const TimelineDocument& doc) {
                  "<defs>\n<pattern id=\"idle\" patternUnits=\"userSpaceOnUse\" width=\"6\" height=\"6\" "
                  "patternTransform=\"rotate(45)\"><rect width=\"6\" height=\"6\" fill=\"{}\"/>"
                  "<line x1=\"0\" y1=\"0\" x2=\"0\" y2=\"6\" stroke=\"{}\" stroke-width=\"2\"/></pattern>\n</defs>\n",
-                 kIdleFill, kIdleHatch);
+                 svg::kIdleFill, svg::kIdleHatch);
   fmt::format_to(out, "<rect x=\"0\" y=\"0\" width=\"{:.0f}\" height=\"{:.0f}\" fill=\"white\"/>\n", width, height);
 
   // Title and subtitle.
   fmt::format_to(out, "<text x=\"{:.0f}\" y=\"24\" font-size=\"16\" font-weight=\"bold\">{}</text>\n", kLeft,
-                 xml_escape(doc.title));
-  fmt::format_to(out, "<text x=\"{:.0f}\" y=\"44\" fill=\"#444\">{}</text>\n", kLeft, xml_escape(doc.subtitle));
+                 svg::xml_escape(doc.title));
+  fmt::format_to(out, "<text x=\"{:.0f}\" y=\"44\" fill=\"#444\">{}</text>\n", kLeft, svg::xml_escape(doc.subtitle));
 
   // Grid and axis.
-  const int64_t step = tick_step(total);
+  const int64_t step = svg::tick_step(total);
   fmt::format_to(out, "<g stroke=\"#e6e6e6\" stroke-width=\"1\">\n");
   for (int64_t t = 0; t <= total; t += step) {
     fmt::format_to(out, "<line x1=\"{0:.2f}\" y1=\"{1:.2f}\" x2=\"{0:.2f}\" y2=\"{2:.2f}\"/>\n", x(t), kTop - 6, axis_y);
@@ -179,7 +144,7 @@ std::string render_timeline_svg(const TimelineDocument& doc) {
     fmt::format_to(out,
                    "<line x1=\"{0:.2f}\" y1=\"{1:.2f}\" x2=\"{0:.2f}\" y2=\"{2:.2f}\" stroke=\"#333\"/>"
                    "<text x=\"{0:.2f}\" y=\"{3:.2f}\" text-anchor=\"middle\">{4}</text>\n",
-                   x(t), axis_y, axis_y + 5, axis_y + 18, tick_label(t, step));
+                   x(t), axis_y, axis_y + 5, axis_y + 18, svg::tick_label(t, step));
   }
   fmt::format_to(out, "<text x=\"{:.2f}\" y=\"{:.2f}\" text-anchor=\"middle\" fill=\"#444\">time</text>\n</g>\n",
                  x(total / 2), axis_y + 34);
@@ -189,20 +154,20 @@ std::string render_timeline_svg(const TimelineDocument& doc) {
     const TimelineRow& r = rows[i];
     const double y = kTop + static_cast<double>(i) * (row_h + kRowGap);
     fmt::format_to(out, "<g class=\"rank\" id=\"{}\">\n",
-                   r.id.empty() ? fmt::format("rank{}", r.rank) : xml_escape(r.id));
+                   r.id.empty() ? fmt::format("rank{}", r.rank) : svg::xml_escape(r.id));
     if (r.sublabel.empty()) {
       fmt::format_to(out, "<text x=\"{:.0f}\" y=\"{:.2f}\" text-anchor=\"end\">{}</text>\n", kLeft - 8,
-                     y + kComputeH / 2 + 4, xml_escape(r.label));
+                     y + kComputeH / 2 + 4, svg::xml_escape(r.label));
     } else {
       fmt::format_to(out,
                      "<text x=\"{0:.0f}\" y=\"{1:.2f}\" text-anchor=\"end\" font-weight=\"bold\">{2}</text>"
                      "<text x=\"{0:.0f}\" y=\"{3:.2f}\" text-anchor=\"end\" font-size=\"9\" fill=\"#666\">{4}</text>\n",
-                     kLeft - 8, y + kComputeH / 2 - 1, xml_escape(r.label), y + kComputeH / 2 + 10,
-                     xml_escape(r.sublabel));
+                     kLeft - 8, y + kComputeH / 2 - 1, svg::xml_escape(r.label), y + kComputeH / 2 + 10,
+                     svg::xml_escape(r.sublabel));
     }
     if (!r.note.empty() && r.compute.empty()) {
       fmt::format_to(out, "<text x=\"{:.2f}\" y=\"{:.2f}\" font-style=\"italic\" fill=\"#666\">{}</text>\n</g>\n",
-                     x(0) + 8, y + kComputeH / 2 + 4, xml_escape(r.note));
+                     x(0) + 8, y + kComputeH / 2 + 4, svg::xml_escape(r.note));
       continue;
     }
     const double row_width =
@@ -265,7 +230,7 @@ std::string render_timeline_svg(const TimelineDocument& doc) {
                      "<line class=\"row-end\" x1=\"{0:.2f}\" y1=\"{1:.2f}\" x2=\"{0:.2f}\" y2=\"{2:.2f}\" stroke=\"#222\" "
                      "stroke-width=\"2\"/><text x=\"{3:.2f}\" y=\"{4:.2f}\"{5} font-size=\"9\" fill=\"#222\">{6}</text>\n",
                      xe, y - 3, lane_y - kLaneGap + 1, left ? xe - 3 : xe + 3, y - 4,
-                     left ? " text-anchor=\"end\"" : "", xml_escape(format_duration(TimeNs(r.end_ns))));
+                     left ? " text-anchor=\"end\"" : "", svg::xml_escape(format_duration(TimeNs(r.end_ns))));
     }
     fmt::format_to(out, "</g>\n");
   }
@@ -296,7 +261,7 @@ std::string render_timeline_svg(const TimelineDocument& doc) {
     fmt::format_to(out,
                    "<rect x=\"{:.2f}\" y=\"{:.2f}\" width=\"14\" height=\"14\" fill=\"{}\" stroke=\"#999\" stroke-width=\"0.5\"/>"
                    "<text x=\"{:.2f}\" y=\"{:.2f}\">{}</text>\n",
-                   lx, legend_y, e.fill, lx + 18, legend_y + 11, xml_escape(e.label));
+                   lx, legend_y, e.fill, lx + 18, legend_y + 11, svg::xml_escape(e.label));
     lx += 28 + 6.5 * static_cast<double>(e.label.size());
   }
   fmt::format_to(out, "</g>\n</svg>\n");
