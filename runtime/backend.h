@@ -28,6 +28,10 @@ class Backend {
   // Runs `program`; throws lacuna::Error for bad input and for any failure
   // (deadlock, mismatch, device error) with a report. Never hangs.
   virtual ExecutionResult execute(const ir::Program& program, const ExecuteOptions& options) = 0;
+  // False in the processes of a multi-process run that must not write the
+  // outputs (under mpirun: every world rank but 0, which holds every rank's
+  // spans).
+  virtual bool primary_process() const { return true; }
 };
 
 std::unique_ptr<Backend> make_cpu_backend();

@@ -108,6 +108,11 @@ class CudaBackend final : public Backend {
     }
   }
 
+  bool primary_process() const override {
+    const std::optional<MpiEnv> mpi = detect_mpi([](const char* name) { return std::getenv(name); });
+    return !mpi || mpi->world_rank == 0;
+  }
+
   ExecutionResult execute(const ir::Program& program, const ExecuteOptions& options) override {
     if (options.iterations < 1) {
       throw Error("execute: iterations must be >= 1, got " + std::to_string(options.iterations));

@@ -4,7 +4,6 @@
 // `lacuna diff` compares with a prediction). docs/executor.md.
 #include <algorithm>
 #include <chrono>
-#include <filesystem>
 #include <memory>
 #include <numeric>
 #include <optional>
@@ -17,23 +16,19 @@
 #include "runtime/backend.h"
 #include "runtime/observe.h"
 #include "runtime/replay.h"
-#include "sim/core/atomic_file.h"
 #include "sim/core/error.h"
 #include "sim/engine/simulator.h"
 #include "sim/report/bubble_accounting.h"
 #include "sim/report/comm_accounting.h"
 #include "sim/report/format.h"
-#include "sim/report/json_report.h"
-#include "sim/report/pipeline_svg.h"
 #include "sim/report/rank_spec.h"
 #include "sim/report/summary.h"
 #include "sim/report/terminal_report.h"
-#include "sim/report/timeline.h"
-#include "sim/report/trace_writer.h"
 #include "tools/cli/calibration_option.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/load_input.h"
 #include "tools/cli/network_option.h"
+#include "tools/cli/run_outputs.h"
 #include "tools/cli/scale_down_option.h"
 
 namespace lacuna::cli {
@@ -53,22 +48,8 @@ struct ExecuteCliOptions {
   int64_t scale_down = 1;
   NetworkMode network = NetworkMode::kFlow;
   CalibrationOption calibration;
-  std::string json;
-  std::string trace;
-  std::string svg;
-  std::string trace_ranks = "pipeline";
-  std::string out_dir = "lacuna-out";
-  bool no_trace = false;
-  bool no_svg = false;
+  OutputOptions outputs;
 };
-
-void ensure_directory(const std::string& dir) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) {
-    throw Error(SourceLocation{dir, 0, 0, "--out-dir"}, "cannot create the output directory: " + ec.message());
-  }
-}
 
 // The prediction the replay emulates peers from: a simulation of the same
 // program with the same cost and network models as `lacuna simulate`.
@@ -113,31 +94,23 @@ int run_execute(const ExecuteCliOptions& o) {
   // placements plan with the same (calibrated or analytic) cost model.
   const SimulationInput input = load_simulation_input(o.input, o.calibration, o.scale_down);
   const ir::Program& program = input.program;
-  const report::RankSpec trace_spec = report::parse_rank_spec(o.trace_ranks);
-  (void)report::select_ranks(trace_spec, program);  // a bad selection fails before the run
   const report::RankSpec rank_spec = report::parse_rank_spec(o.ranks);
   std::vector<int> ranks;
   for (int32_t r : report::select_ranks(rank_spec, program)) ranks.push_back(r);
   std::sort(ranks.begin(), ranks.end());
 
   std::unique_ptr<runtime::Backend> backend = runtime::make_backend(o.backend);
+  // Before the run: the CUDA backend asks a forked child, which must not
+  // inherit a CUDA context from this process.
+  const std::string device = backend->device_description();
 
   std::optional<runtime::ReplayTimes> replay;
   if (o.replay) replay = predict_for_replay(program, *input.cost, o.network, ranks);
 
-  const std::string stem = file_stem_for(program.info().scenario_name(), o.input);
-  const std::string trace_path =
-      o.no_trace ? std::string() : (!o.trace.empty() ? o.trace : o.out_dir + "/" + stem + ".measured.trace.json");
-  const std::string svg_path =
-      o.no_svg ? std::string() : (!o.svg.empty() ? o.svg : o.out_dir + "/" + stem + ".measured.svg");
-  if ((!o.no_trace && o.trace.empty()) || (!o.no_svg && o.svg.empty())) ensure_directory(o.out_dir);
-  // Opened before the run so that an unwritable path fails first; each file
-  // appears under its name only on commit().
-  std::optional<AtomicFile> svg_file, json_file;
-  if (!svg_path.empty()) svg_file.emplace(svg_path);
-  if (!o.json.empty()) json_file.emplace(o.json);
-  std::optional<report::TraceWriter> trace;
-  if (!trace_path.empty()) trace.emplace(program, trace_path, trace_spec);
+  // Under mpirun only world rank 0 writes outputs (it gathers every rank's spans).
+  const bool primary = backend->primary_process();
+  RunOutputs outputs(program, o.outputs, file_stem_for(program.info().scenario_name(), o.input), ".measured",
+                     primary);
 
   runtime::ExecuteOptions eo;
   eo.iterations = o.warmup + o.iterations;
@@ -145,9 +118,9 @@ int run_execute(const ExecuteCliOptions& o) {
   eo.timeout = std::chrono::milliseconds(static_cast<int64_t>(o.timeout_s * 1000));
   eo.ranks = ranks;
   eo.seed = o.seed;
-  eo.compute_slots = o.compute_slots >= 0                                  ? o.compute_slots
-                     : backend->name() == "cpu"                             ? static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))
-                                                                            : 0;
+  // The CPU backend defaults to one compute slot per hardware thread.
+  const int hardware_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  eo.compute_slots = o.compute_slots >= 0 ? o.compute_slots : backend->name() == "cpu" ? hardware_threads : 0;
   eo.replay = replay ? &*replay : nullptr;
   // Executed rank subsets without --replay are checked by the plan (every
   // peer and group member must run).
@@ -160,29 +133,24 @@ int run_execute(const ExecuteCliOptions& o) {
                 std::to_string(eo.iterations));
   }
   const int chosen = representative_iteration(result.iteration_ns, o.warmup);
+  if (!primary) {
+    fmt::print("execute: {} ops measured on this process; world rank 0 writes the outputs\n", result.spans.size());
+    return 0;
+  }
 
   report::BubbleAccounting accounting;
   report::CommAccounting comm;
-  report::TimelineRecorder timeline(program, trace_spec);
-  std::optional<report::PipelineSvg> svg;
-  if (!svg_path.empty()) svg.emplace(program, trace_spec);
-  std::vector<engine::Observer*> observers{&accounting, &comm, &timeline};
-  if (trace) observers.push_back(&*trace);
-  if (svg) observers.push_back(&*svg);
+  std::vector<engine::Observer*> observers{&accounting, &comm};
+  for (engine::Observer* observer : outputs.observers()) observers.push_back(observer);
   runtime::feed_observers(program, result, chosen, observers);
 
   const std::string measured =
       fmt::format("measured: {} backend ({}); iteration {} of {}, the median after {} warm-up", backend->name(),
-                  backend->device_description(), chosen - o.warmup + 1, o.iterations, o.warmup);
+                  device, chosen - o.warmup + 1, o.iterations, o.warmup);
   report::Summary summary = report::summarize(program, accounting, measured, false);
   summary.comm = report::summarize_comm(comm);
   // No per-link figures: a measured run has no network model.
-  summary.timeline = timeline.timeline();
-  if (svg_file) svg_file->write(svg->render());
-  if (json_file) json_file->write(report::summary_json(summary));
-  if (trace) trace->commit();
-  if (svg_file) svg_file->commit();
-  if (json_file) json_file->commit();
+  outputs.commit(summary);
 
   size_t ops = 0;
   for (const auto& s : result.spans) ops += s.iteration == chosen ? 1 : 0;
@@ -198,13 +166,7 @@ int run_execute(const ExecuteCliOptions& o) {
   fmt::print("{}", report::format_summary(summary, stats));
   fmt::print("  {:<24} {}\n", "iterations", iteration_list(result.iteration_ns, o.warmup, chosen));
   fmt::print("  {:<24} {} per iteration\n", "ops executed", ops);
-  if (trace || svg || !o.json.empty()) fmt::print("\n");
-  if (trace) {
-    fmt::print("  trace  {}  ({} ranks; open the trace at https://ui.perfetto.dev)\n", trace_path,
-               trace->traced_ranks().size());
-  }
-  if (svg) fmt::print("  svg    {}  ({} ranks)\n", svg_path, svg->drawn_ranks().size());
-  if (!o.json.empty()) fmt::print("  json   {}\n", o.json);
+  fmt::print("{}", outputs.describe());
   return 0;
 }
 
@@ -238,15 +200,7 @@ void add_execute_command(CLI::App& app, Action& action) {
   add_scale_down_option(sub, o->scale_down);
   add_network_option(sub, o->network);
   add_calibration_options(sub, o->calibration);
-  sub->add_option("--json", o->json, "write the measured summary and timeline as JSON to FILE (for `lacuna diff`)");
-  sub->add_option("--trace", o->trace, "write the Perfetto trace to FILE (default DIR/<scenario>.measured.trace.json)");
-  sub->add_option("--svg", o->svg, "write the pipeline picture to FILE (default DIR/<scenario>.measured.svg)");
-  sub->add_option("--trace-ranks", o->trace_ranks,
-                  "ranks to draw and keep in the JSON timeline: pipeline (default), all, a list like 0-7, or stage:N");
-  sub->add_option("--out-dir", o->out_dir, "directory for the default trace and SVG (created if missing)")
-      ->capture_default_str();
-  sub->add_flag("--no-trace", o->no_trace, "do not write the trace");
-  sub->add_flag("--no-svg", o->no_svg, "do not write the SVG");
+  add_output_options(sub, o->outputs, ".measured");
   sub->callback([o, &action] { action = [o] { return run_execute(*o); }; });
 }
 

@@ -1,0 +1,90 @@
+#include "tools/cli/run_outputs.h"
+
+#include <filesystem>
+#include <system_error>
+
+#include <fmt/format.h>
+
+#include "sim/core/error.h"
+#include "sim/report/json_report.h"
+
+namespace lacuna::cli {
+namespace {
+
+void ensure_directory(const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) {
+    throw Error(SourceLocation{dir, 0, 0, "--out-dir"}, "cannot create the output directory: " + ec.message());
+  }
+}
+
+}  // namespace
+
+void add_output_options(CLI::App* sub, OutputOptions& o, std::string_view suffix) {
+  const std::string s(suffix);
+  sub->add_option("--json", o.json, "write the summary (and the traced ranks' per-op timeline) as JSON to FILE");
+  sub->add_option("--trace", o.trace, "write the Perfetto trace to FILE (default DIR/<scenario>" + s + ".trace.json)");
+  sub->add_option("--svg", o.svg, "write the pipeline picture to FILE (default DIR/<scenario>" + s + ".svg)");
+  sub->add_option("--trace-ranks", o.trace_ranks,
+                  "ranks to draw and keep in the JSON timeline: pipeline (default), all, a list like 0-7,64, or "
+                  "stage:N");
+  sub->add_option("--out-dir", o.out_dir, "directory for the default trace and SVG (created if missing)")
+      ->capture_default_str();
+  sub->add_flag("--no-trace", o.no_trace, "do not write the trace");
+  sub->add_flag("--no-svg", o.no_svg, "do not write the SVG");
+}
+
+RunOutputs::RunOutputs(const ir::Program& program, const OutputOptions& o, const std::string& stem,
+                       std::string_view suffix, bool enabled)
+    : spec_(report::parse_rank_spec(o.trace_ranks)) {
+  (void)report::select_ranks(spec_, program);  // a bad selection fails before the run
+  if (!enabled) return;
+  const std::string base = o.out_dir + "/" + stem + std::string(suffix);
+  trace_path_ = o.no_trace ? std::string() : !o.trace.empty() ? o.trace : base + ".trace.json";
+  svg_path_ = o.no_svg ? std::string() : !o.svg.empty() ? o.svg : base + ".svg";
+  json_path_ = o.json;
+  if ((!o.no_trace && o.trace.empty()) || (!o.no_svg && o.svg.empty())) ensure_directory(o.out_dir);
+  // Opened now so that an unwritable path fails before a long run; each
+  // appears under its name only on commit().
+  if (!trace_path_.empty()) trace_.emplace(program, trace_path_, spec_);
+  if (!svg_path_.empty()) {
+    svg_.emplace(program, spec_);
+    svg_file_.emplace(svg_path_);
+  }
+  if (!json_path_.empty()) {
+    timeline_.emplace(program, spec_);
+    json_file_.emplace(json_path_);
+  }
+}
+
+std::vector<engine::Observer*> RunOutputs::observers() {
+  std::vector<engine::Observer*> out;
+  if (trace_) out.push_back(&*trace_);
+  if (svg_) out.push_back(&*svg_);
+  if (timeline_) out.push_back(&*timeline_);
+  return out;
+}
+
+void RunOutputs::commit(report::Summary& summary) {
+  if (timeline_) summary.timeline = timeline_->timeline();
+  if (svg_file_) svg_file_->write(svg_->render());
+  if (json_file_) json_file_->write(report::summary_json(summary));
+  if (trace_) trace_->commit();
+  if (svg_file_) svg_file_->commit();
+  if (json_file_) json_file_->commit();
+}
+
+std::string RunOutputs::describe() const {
+  if (!trace_ && !svg_ && !json_file_) return {};
+  std::string out = "\n";
+  if (trace_) {
+    out += fmt::format("  trace  {}  ({} ranks; open the trace at https://ui.perfetto.dev)\n", trace_path_,
+                       trace_->traced_ranks().size());
+  }
+  if (svg_) out += fmt::format("  svg    {}  ({} ranks)\n", svg_path_, svg_->drawn_ranks().size());
+  if (json_file_) out += fmt::format("  json   {}\n", json_path_);
+  return out;
+}
+
+}  // namespace lacuna::cli

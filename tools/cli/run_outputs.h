@@ -1,0 +1,72 @@
+// The files `lacuna simulate` and `lacuna execute` write about one iteration:
+// the Perfetto trace, the SVG and the JSON summary (with its per-op timeline).
+// Both commands share the options, the default paths, the observers that
+// build the files, and the rule that a file appears under its name only once
+// the run succeeded (docs/outputs.md).
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "sim/core/atomic_file.h"
+#include "sim/engine/observer.h"
+#include "sim/proto/program.pb.h"
+#include "sim/report/pipeline_svg.h"
+#include "sim/report/rank_spec.h"
+#include "sim/report/summary.h"
+#include "sim/report/timeline.h"
+#include "sim/report/trace_writer.h"
+
+namespace lacuna::cli {
+
+struct OutputOptions {
+  std::string json;
+  std::string trace;
+  std::string svg;
+  std::string trace_ranks = "pipeline";
+  std::string out_dir = "lacuna-out";
+  bool no_trace = false;
+  bool no_svg = false;
+};
+
+// --json, --trace, --svg, --trace-ranks, --out-dir, --no-trace, --no-svg.
+// `suffix` names the default files: DIR/<scenario><suffix>.trace.json and
+// DIR/<scenario><suffix>.svg ("" for simulate, ".measured" for execute).
+void add_output_options(CLI::App* sub, OutputOptions& options, std::string_view suffix);
+
+class RunOutputs {
+ public:
+  // Parses --trace-ranks (a bad selection fails here, before any run),
+  // creates the output directory if a default path needs it and opens every
+  // file under a temporary name. `enabled` false writes nothing at all.
+  RunOutputs(const ir::Program& program, const OutputOptions& options, const std::string& stem,
+             std::string_view suffix, bool enabled = true);
+
+  const report::RankSpec& spec() const { return spec_; }
+  // Attach these to the run (trace, SVG, timeline: those that are written).
+  std::vector<engine::Observer*> observers();
+  // Null without a trace; the flow network draws link counters through it.
+  report::TraceWriter* trace() { return trace_ ? &*trace_ : nullptr; }
+
+  // After the run: the summary gains the timeline (when JSON is written), the
+  // SVG and JSON are written, and every file is renamed into place.
+  void commit(report::Summary& summary);
+  // "\n  trace  PATH  (N ranks; …)\n  svg    …\n  json   …\n", or "" when
+  // nothing was written.
+  std::string describe() const;
+
+ private:
+  report::RankSpec spec_;
+  std::string trace_path_, svg_path_, json_path_;
+  std::optional<report::TraceWriter> trace_;
+  std::optional<report::PipelineSvg> svg_;
+  std::optional<report::TimelineRecorder> timeline_;
+  std::optional<AtomicFile> svg_file_, json_file_;
+};
+
+}  // namespace lacuna::cli
