@@ -704,5 +704,92 @@ TEST(CommunicatorStats, BytesMovedFollowTheAlgorithms) {
   }
 }
 
+
+// ------------------------------------------------------------------ started
+
+// CallStats::started is the executor's span start: when the data began to
+// move. The late member first waits until the others are inside the
+// communicator (no sleep as synchronisation), then sleeps 50 ms so that the
+// gap between their call and the start has a guaranteed lower bound.
+
+TEST(CommunicatorStarted, CollectiveStartsWhenTheLastMemberArrives) {
+  using Clock = std::chrono::steady_clock;
+  for (int n : {1, 2, 3}) {
+    SCOPED_TRACE("group of " + std::to_string(n));
+    OddGroup g(n);
+    std::vector<Clock::time_point> called(n), returned(n);
+    std::vector<CallStats> stats(n);
+    const int late = n - 1;
+    expect_no_errors(run_threads(n, [&](int i) {
+      std::vector<float> buf(64, 1.0f);
+      if (i == late) {
+        while (g.comm->waiting_calls() < n - 1) std::this_thread::yield();
+        std::this_thread::sleep_for(milliseconds(50));
+      }
+      called[i] = Clock::now();
+      stats[i] = g.comm->all_reduce(g.rank(i), 0, buf, "stream tp op 0");
+      returned[i] = Clock::now();
+    }));
+    for (int i = 0; i < n; ++i) {
+      SCOPED_TRACE("member " + std::to_string(i));
+      // One instance, one start shared by every member.
+      EXPECT_EQ(stats[i].started, stats[0].started);
+      EXPECT_GE(stats[i].started, called[late]);
+      EXPECT_LE(stats[i].started, returned[i]);
+      // The members on time waited for the late one: not part of the transfer.
+      if (i != late) EXPECT_GE(stats[i].started - called[i], milliseconds(50));
+    }
+  }
+}
+
+TEST(CommunicatorStarted, EachCollectiveInstanceHasItsOwnStart) {
+  using Clock = std::chrono::steady_clock;
+  OddGroup g(2);
+  std::vector<CallStats> first(2), second(2);
+  Clock::time_point second_called{};
+  expect_no_errors(run_threads(2, [&](int i) {
+    std::vector<float> buf(16, 1.0f);
+    first[i] = g.comm->all_reduce(g.rank(i), 0, buf);
+    if (i == 1) {
+      std::this_thread::sleep_for(milliseconds(50));
+      second_called = Clock::now();
+    }
+    second[i] = g.comm->all_reduce(g.rank(i), 0, buf);
+  }));
+  EXPECT_EQ(first[0].started, first[1].started);
+  EXPECT_EQ(second[0].started, second[1].started);
+  EXPECT_GE(second[0].started, second_called);
+  // Rank 1 returned from #0 (after its start) and slept before calling #1.
+  EXPECT_GE(second[0].started - first[0].started, milliseconds(50));
+}
+
+TEST(CommunicatorStarted, TransferStartsWhenBothSidesArePosted) {
+  using Clock = std::chrono::steady_clock;
+  for (const bool receiver_late : {true, false}) {
+    SCOPED_TRACE(receiver_late ? "receiver late" : "sender late");
+    Communicator comm(2, {});
+    Clock::time_point called[2], returned[2];
+    CallStats stats[2];
+    const int late = receiver_late ? 1 : 0;
+    expect_no_errors(run_threads(2, [&](int i) {
+      std::vector<float> buf(32, static_cast<float>(i));
+      if (i == late) {
+        while (comm.waiting_calls() < 1) std::this_thread::yield();
+        std::this_thread::sleep_for(milliseconds(50));
+      }
+      called[i] = Clock::now();
+      stats[i] = i == 0 ? comm.send(0, 1, 3, 9, buf, "pp_send op 0") : comm.recv(1, 0, 3, 9, buf, "pp_recv op 0");
+      returned[i] = Clock::now();
+    }));
+    // Both sides report the same start: the moment the second side came.
+    EXPECT_EQ(stats[0].started, stats[1].started);
+    EXPECT_GE(stats[0].started, called[late]);
+    EXPECT_GE(stats[0].started - called[1 - late], milliseconds(50));
+    EXPECT_LE(stats[0].started, returned[0]);
+    EXPECT_LE(stats[1].started, returned[1]);
+    EXPECT_EQ(stats[1].bytes_received, 32 * 4);
+  }
+}
+
 }  // namespace
 }  // namespace lacuna::runtime

@@ -10,6 +10,7 @@
 #include "runtime/backend.h"
 #include "runtime/replay.h"
 #include "sim/core/error.h"
+#include "runtime/runtime_test_support.h"
 #include "sim/engine/engine_test_support.h"
 #include "sim/proto/program.pb.h"
 
@@ -17,6 +18,7 @@ namespace lacuna::runtime {
 namespace {
 
 using ::testing::HasSubstr;
+using testing::add_gemm;
 using engine::testing::add_class;
 using engine::testing::add_compute;
 using engine::testing::add_rank;
@@ -37,24 +39,6 @@ TEST(CudaBackend, ABuildWithoutCudaRefusesClearly) {
 }
 
 #else
-
-ir::Op& add_gemm(ir::Stream* s, int64_t m, int64_t n, int64_t k) {
-  ir::Op* op = s->add_ops();
-  auto* c = op->mutable_compute();
-  c->set_op_class(ir::GEMM);
-  c->set_variant(ir::VARIANT_FORWARD);
-  c->add_shape(m);
-  c->add_shape(n);
-  c->add_shape(k);
-  return *op;
-}
-
-const ExecutedSpan* find(const ExecutionResult& r, int rank, int stream, int op) {
-  for (const ExecutedSpan& s : r.spans) {
-    if (s.rank == rank && s.stream == stream && s.op == op) return &s;
-  }
-  return nullptr;
-}
 
 TEST(CudaBackend, NameAndDescription) {
   const auto backend = make_backend("cuda");
@@ -106,12 +90,12 @@ TEST(CudaBackend, ReplaysOneRankWithEmulatedPeers) {
       EXPECT_LE(a.end_ns, b.ready_ns);
     }
   }
-  const ExecutedSpan* record0 = find(r, 0, 0, 2);
-  const ExecutedSpan* wait0 = find(r, 0, 1, 0);
-  const ExecutedSpan* recv = find(r, 0, 1, 2);
-  const ExecutedSpan* record1 = find(r, 0, 1, 3);
-  const ExecutedSpan* wait1 = find(r, 0, 0, 4);
-  const ExecutedSpan* fixed = find(r, 0, 0, 3);
+  const ExecutedSpan* record0 = testing::find_span(r, 0, 0, 2);
+  const ExecutedSpan* wait0 = testing::find_span(r, 0, 1, 0);
+  const ExecutedSpan* recv = testing::find_span(r, 0, 1, 2);
+  const ExecutedSpan* record1 = testing::find_span(r, 0, 1, 3);
+  const ExecutedSpan* wait1 = testing::find_span(r, 0, 0, 4);
+  const ExecutedSpan* fixed = testing::find_span(r, 0, 0, 3);
   ASSERT_TRUE(record0 && wait0 && recv && record1 && wait1 && fixed);
   EXPECT_GE(wait0->end_ns, record0->end_ns - 1000);  // event timestamps: ~1 us resolution
   EXPECT_GE(wait1->end_ns, record1->end_ns - 1000);

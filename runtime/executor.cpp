@@ -314,11 +314,14 @@ class Run {
                 cases[static_cast<std::size_t>(p.case_index)]->run_once_ns();
                 // Taken before the release, whose wake-up of another stream
                 // may preempt this thread.
-                record_end = Clock::now();
+                const auto kernel_end = Clock::now();
                 release_compute_slot();
+                record_end = kernel_end;
                 if (p.scale > 1.0) {
-                  const auto ran = Clock::now() - start;
-                  sleep_until(Clock::now() + std::chrono::duration_cast<Clock::duration>(ran * (p.scale - 1.0)));
+                  // A slower device: the stretch is part of the op (no slot held).
+                  const auto ran = kernel_end - start;
+                  sleep_until(kernel_end + std::chrono::duration_cast<Clock::duration>(ran * (p.scale - 1.0)));
+                  record_end = Clock::now();
                 }
               }
               break;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "sim/core/error.h"
+#include "runtime/runtime_test_support.h"
 #include "sim/engine/engine_test_support.h"
 #include "sim/proto/program.pb.h"
 
@@ -20,6 +21,8 @@ namespace lacuna::runtime {
 namespace {
 
 using ::testing::HasSubstr;
+using testing::add_gemm;
+using testing::execute_error;
 
 // ---- program builders: the engine tests' (sim/engine/engine_test_support.h), plus a real GEMM
 
@@ -33,20 +36,8 @@ using engine::testing::add_recv;
 using engine::testing::add_send;
 using engine::testing::add_wait;
 
-ir::Op& add_gemm(ir::Stream* s, int64_t m, int64_t n, int64_t k) {
-  ir::Op* op = s->add_ops();
-  auto* c = op->mutable_compute();
-  c->set_op_class(ir::GEMM);
-  c->set_variant(ir::VARIANT_FORWARD);
-  c->add_shape(m);
-  c->add_shape(n);
-  c->add_shape(k);
-  return *op;
-}
 const ExecutedSpan& span(const ExecutionResult& r, int rank, int stream, int op, int iteration = -1) {
-  for (const ExecutedSpan& s : r.spans) {
-    if (s.rank == rank && s.stream == stream && s.op == op && (iteration < 0 || s.iteration == iteration)) return s;
-  }
+  if (const ExecutedSpan* s = testing::find_span(r, rank, stream, op, iteration)) return *s;
   ADD_FAILURE() << "no span for rank " << rank << " stream " << stream << " op " << op;
   static const ExecutedSpan none;
   return none;
@@ -67,16 +58,6 @@ void expect_well_formed(const ExecutionResult& r) {
       EXPECT_LE(a.end_ns, b.ready_ns) << "rank " << a.rank << " stream " << a.stream << " op " << b.op;
     }
   }
-}
-
-std::string execute_error(const ir::Program& p, const ExecuteOptions& options) {
-  try {
-    execute(p, options);
-  } catch (const lacuna::Error& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "execute did not throw";
-  return {};
 }
 
 // ---------------------------------------------------------------- streams and events
@@ -318,6 +299,30 @@ TEST(ExecutorCompute, RunsAGemmThroughItsCpuCase) {
   expect_well_formed(r);
   ASSERT_EQ(r.spans.size(), 4u);
   for (const ExecutedSpan& s : r.spans) EXPECT_GT(s.end_ns, s.start_ns);
+}
+
+// compute_time_scale stretches the kernel's own span (a slower device), as
+// the CUDA backend's stretch kernel does; it must not leave a gap after it.
+// Robust against preemption: the stretch of three kernels would have to be
+// missing from all three gaps for the test to pass wrongly.
+TEST(ExecutorCompute, ComputeTimeScaleStretchIsInsideTheKernelSpan) {
+  constexpr double kScale = 4.0;
+  ir::Program p;
+  ir::RankClass* c = add_class(p, "r", 0, {"compute"});
+  for (int i = 0; i < 3; ++i) add_gemm(c->mutable_streams(0), 128, 128, 128);
+  add_compute(c->mutable_streams(0), 1000);  // reached after the last GEMM
+  add_rank(p, 0)->set_compute_time_scale(kScale);
+  const ExecutionResult r = execute(p, {});
+  expect_well_formed(r);
+  ASSERT_EQ(r.spans.size(), 4u);
+  int small_gaps = 0;
+  for (int op = 0; op < 3; ++op) {
+    const ExecutedSpan& gemm = span(r, 0, 0, op);
+    const std::int64_t gap = span(r, 0, 0, op + 1).ready_ns - gemm.end_ns;
+    const std::int64_t stretch = static_cast<std::int64_t>((kScale - 1.0) * static_cast<double>(gemm.end_ns - gemm.start_ns));
+    if (gap < stretch) ++small_gaps;
+  }
+  EXPECT_GE(small_gaps, 1) << "every GEMM is followed by a gap of at least (scale - 1) x its span";
 }
 
 TEST(ExecutorCompute, UnsupportedKernelFailsNamingTheOp) {

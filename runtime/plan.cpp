@@ -183,33 +183,27 @@ Plan make_plan(const ir::Program& program, const PlanOptions& options) {
             }
             break;
           }
-          case ir::Op::kSend: {
-            const ir::Send& m = op.send();
-            p.kind = OpKind::kSend;
-            p.peer = resolve_peer(m.peer_slot());
-            p.channel = m.channel();
-            p.tag = m.tag();
-            if (m.bytes() < 0 || m.channel() < 0) throw Error("execute: " + p.label + ": negative bytes or channel");
-            p.bytes = m.bytes();
-            p.elements = float_count(m.bytes());
-            p.fixed_ns = m.fixed_duration_ns();
-            send_fixed[{r, p.peer, p.channel}].push_back(p.fixed_ns);
-            p.what = "send " + std::to_string(m.bytes()) + " B to rank " + std::to_string(p.peer) + " channel " +
-                     std::to_string(p.channel) + " tag " + std::to_string(p.tag);
-            if (!p.emulated) sp.buffer_a = std::max(sp.buffer_a, p.fixed_ns > 0 ? std::size_t{1} : p.elements);
-            break;
-          }
+          case ir::Op::kSend:
           case ir::Op::kRecv: {
-            const ir::Recv& m = op.recv();
-            p.kind = OpKind::kRecv;
-            p.peer = resolve_peer(m.peer_slot());
-            p.channel = m.channel();
-            p.tag = m.tag();
-            if (m.bytes() < 0 || m.channel() < 0) throw Error("execute: " + p.label + ": negative bytes or channel");
-            p.bytes = m.bytes();
-            p.elements = float_count(m.bytes());
-            p.what = "recv " + std::to_string(m.bytes()) + " B from rank " + std::to_string(p.peer) + " channel " +
-                     std::to_string(p.channel) + " tag " + std::to_string(p.tag);
+            // Send and Recv carry the same fields; the sender decides a fixed duration.
+            const bool send = op.kind_case() == ir::Op::kSend;
+            const int peer_slot = send ? op.send().peer_slot() : op.recv().peer_slot();
+            const std::int64_t bytes = send ? op.send().bytes() : op.recv().bytes();
+            p.kind = send ? OpKind::kSend : OpKind::kRecv;
+            p.peer = resolve_peer(peer_slot);
+            p.channel = send ? op.send().channel() : op.recv().channel();
+            p.tag = send ? op.send().tag() : op.recv().tag();
+            if (bytes < 0 || p.channel < 0) throw Error("execute: " + p.label + ": negative bytes or channel");
+            p.bytes = bytes;
+            p.elements = float_count(bytes);
+            p.what = (send ? "send " : "recv ") + std::to_string(bytes) + (send ? " B to rank " : " B from rank ") +
+                     std::to_string(p.peer) + " channel " + std::to_string(p.channel) + " tag " +
+                     std::to_string(p.tag);
+            if (send) {
+              p.fixed_ns = op.send().fixed_duration_ns();
+              send_fixed[{r, p.peer, p.channel}].push_back(p.fixed_ns);
+              if (!p.emulated) sp.buffer_a = std::max(sp.buffer_a, p.fixed_ns > 0 ? std::size_t{1} : p.elements);
+            }
             break;
           }
           case ir::Op::kRecord:
