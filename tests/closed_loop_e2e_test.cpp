@@ -10,7 +10,9 @@
 
 #include <fstream>
 #include <map>
+#include <algorithm>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -159,11 +161,16 @@ TEST(ClosedLoop, CalibrateSimulateExecuteDiffOnCpu) {
   const auto calibrated = run_lacuna("calibrate --cpu --scenario " + kScenario +
                                      " --no-grid --repetitions 2 --warmup 1 -o " + (dir / "cpu.pbtxt"));
   ASSERT_EQ(calibrated.exit_code, 0) << calibrated.output;
+  // The 8 ranks share this machine's cores: the prediction models it, the
+  // execution enforces it (docs/executor.md#cpu-contention).
+  const std::string slots = " --compute-slots " + std::to_string(std::max(1u, std::thread::hardware_concurrency()));
   const auto simulated = run_lacuna("simulate " + (dir / "program.pb") + " --calibration " + (dir / "cpu.pbtxt") +
-                                    " --trace-ranks all --no-trace --no-svg --json " + (dir / "predicted.json"));
+                                    slots + " --trace-ranks all --no-trace --no-svg --json " +
+                                    (dir / "predicted.json"));
   ASSERT_EQ(simulated.exit_code, 0) << simulated.output;
   const auto executed =
-      run_lacuna("execute " + (dir / "program.pb") + " --backend cpu --iterations 1 --warmup 0 --trace-ranks all" +
+      run_lacuna("execute " + (dir / "program.pb") + " --backend cpu" + slots + " --iterations 1 --warmup 0" +
+                 " --trace-ranks all" +
                  " --json " + (dir / "measured.json") + " --trace " + (dir / "measured.trace.json") + " --svg " +
                  (dir / "measured.svg"));
   ASSERT_EQ(executed.exit_code, 0) << executed.output;

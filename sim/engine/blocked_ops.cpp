@@ -86,6 +86,11 @@ BlockedOp Simulator::Impl::describe_blocked(uint32_t sid) const {
       b.description = describe_p2p(sid) + ": no matching send was reached";
       break;
     case OpKind::kCompute:
+      if (st.status == StreamStatus::kBlockedSlot) {
+        b.description = "compute waiting for a compute slot (engine bug: a slot is never held forever)";
+        break;
+      }
+      [[fallthrough]];
     case OpKind::kRecord:
       b.description = "not blocked (engine bug: stream stopped on a non-blocking op)";
       break;

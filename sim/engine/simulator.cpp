@@ -50,6 +50,11 @@ Simulator::Impl::Impl(const ir::Program& p, const cost::CostModel& cost, Simulat
   if (!(slowdown >= 0) || !std::isfinite(slowdown)) {
     throw Error("compute_slowdown_under_comm must be a non-negative number, got " + std::to_string(slowdown));
   }
+  if (o.compute_slots < 0) throw Error("compute_slots must be >= 0 (0: no limit), got " + std::to_string(o.compute_slots));
+  if (o.compute_slots > 0 && o.fold) {
+    throw Error(SourceLocation{}, "compute slots model one host shared by every rank; a folded run simulates only some",
+                "simulate every rank (no --fold) with --compute-slots");
+  }
   simulated = plan_simulated_ranks(p, o.fold);
   const size_t num_sim = simulated.ranks.size();
   std::vector<int32_t> sim_index(static_cast<size_t>(p.ranks_size()), -1);
@@ -164,6 +169,10 @@ void Simulator::Impl::reset() {
   }
   worklist.clear();
   worklist.reserve(streams.size());
+  free_slots = options.compute_slots;
+  slot_waiters.assign(options.compute_slots > 0 ? streams.size() : 0, 0);
+  slot_head = 0;
+  slot_count = 0;
   // Pending events never exceed one per stream plus one per collective/transfer.
   queue = RadixEventQueue<EngineEvent>(streams.size() + 16);
   now = TimeNs::zero();
@@ -192,6 +201,7 @@ SimulationResult Simulator::Impl::run() {
     switch (ev.payload.kind) {
       case EngineEvent::kOpDone:
         finish_op(ev.payload.index, now, nullptr);
+        if (streams[ev.payload.index].holds_slot) release_slot(ev.payload.index);
         advance(ev.payload.index);
         break;
       case EngineEvent::kCollectiveDone:
@@ -246,17 +256,16 @@ void Simulator::Impl::advance(uint32_t sid) {
     st.start = now;
     switch (op.kind) {
       case OpKind::kCompute: {
-        st.status = StreamStatus::kRunning;
-        const TimeNs work = scaled_compute(rk, op.value);
-        if (slowdown == 0) {
-          schedule_completion(work, EngineEvent{EngineEvent::kOpDone, sid});
-          return;
+        if (options.compute_slots > 0 && fc.ir[st.cursor]->compute().fixed_duration_ns() <= 0) {
+          if (free_slots == 0) {
+            st.status = StreamStatus::kBlockedSlot;
+            slot_waiters[(slot_head + slot_count++) % slot_waiters.size()] = sid;
+            return;
+          }
+          --free_slots;
+          st.holds_slot = true;
         }
-        st.work_left_ns = static_cast<double>(work.count());
-        st.work_since = now;
-        st.slowed = rk.comm_in_flight > 0;
-        st.compute_done =
-            schedule_completion(interfered_duration(st.work_left_ns, st.slowed), EngineEvent{EngineEvent::kOpDone, sid});
+        start_compute(sid);
         return;
       }
       case OpKind::kRecord: {
@@ -293,6 +302,38 @@ void Simulator::Impl::advance(uint32_t sid) {
     }
   }
   st.status = StreamStatus::kDone;
+}
+
+void Simulator::Impl::start_compute(uint32_t sid) {
+  StreamState& st = streams[sid];
+  const SimRank& rk = ranks[st.rank];
+  const FlatOp& op = classes[rk.cls].ops[st.cursor];
+  st.status = StreamStatus::kRunning;
+  st.start = now;
+  const TimeNs work = scaled_compute(rk, op.value);
+  if (slowdown == 0) {
+    schedule_completion(work, EngineEvent{EngineEvent::kOpDone, sid});
+    return;
+  }
+  st.work_left_ns = static_cast<double>(work.count());
+  st.work_since = now;
+  st.slowed = rk.comm_in_flight > 0;
+  st.compute_done =
+      schedule_completion(interfered_duration(st.work_left_ns, st.slowed), EngineEvent{EngineEvent::kOpDone, sid});
+}
+
+void Simulator::Impl::release_slot(uint32_t sid) {
+  streams[sid].holds_slot = false;
+  if (slot_count == 0) {
+    ++free_slots;
+    return;
+  }
+  // The slot passes straight to the longest waiter, which starts now.
+  const uint32_t next = slot_waiters[slot_head];
+  slot_head = (slot_head + 1) % slot_waiters.size();
+  --slot_count;
+  streams[next].holds_slot = true;
+  start_compute(next);
 }
 
 void Simulator::Impl::wake_waiters(uint32_t rank, int32_t event, int64_t count, const WaitCause& cause) {

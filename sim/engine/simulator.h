@@ -34,6 +34,13 @@ struct SimulationOptions {
   // Compute ops run this much slower while an NCCL operation (collective or
   // transfer) is in flight on the same rank: 0.1 = 10 % slower. 0 disables.
   double compute_slowdown_under_comm = 0;
+  // At most this many compute kernels run at once over all ranks (0: no
+  // limit): one host whose N cores the ranks share, as `lacuna execute
+  // --backend cpu --compute-slots N` runs them. A compute op reached while
+  // every slot is busy waits (first come, first served; ties in event order)
+  // and starts when it gets one; fixed-duration compute takes no slot.
+  // Needs every rank simulated (not with fold).
+  int32_t compute_slots = 0;
 };
 
 struct SimulationResult {

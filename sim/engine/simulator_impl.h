@@ -30,6 +30,7 @@ enum class StreamStatus : uint8_t {
   kRunning,      // a compute op is in flight
   kBlockedWait,  // event counter below the wait's value
   kBlockedComm,  // collective or p2p not complete
+  kBlockedSlot,  // a compute op waiting for one of SimulationOptions::compute_slots
   kDone,
 };
 
@@ -54,6 +55,7 @@ struct StreamState {
   double work_left_ns = 0;
   TimeNs work_since;
   bool slowed = false;
+  bool holds_slot = false;  // its compute op holds a compute slot
 };
 
 struct SimRank {
@@ -146,6 +148,10 @@ struct Simulator::Impl {
   // Interference: a rank's in-flight communication count changes by `delta`.
   void comm_started_or_ended(uint32_t rank, int delta);
   TimeNs interfered_duration(double work_ns, bool slowed) const;
+  // Compute slots (SimulationOptions::compute_slots): start the stream's
+  // compute op now; a finished op's slot goes to the longest waiter.
+  void start_compute(uint32_t stream);
+  void release_slot(uint32_t stream);
 
   // Messages (blocked_ops.cpp).
   std::string where(uint32_t stream) const;
@@ -191,6 +197,12 @@ struct Simulator::Impl {
   std::vector<Transfer> transfers;
   std::vector<uint32_t> free_transfers;
   std::vector<uint32_t> worklist;
+  // Compute slots: free count and the FIFO ring of waiting streams (each
+  // stream waits at most once, so streams.size() entries suffice).
+  int32_t free_slots = 0;
+  std::vector<uint32_t> slot_waiters;
+  size_t slot_head = 0;
+  size_t slot_count = 0;
   RadixEventQueue<EngineEvent> queue;
   TimeNs now;
   TimeNs last_end;

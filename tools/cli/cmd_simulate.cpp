@@ -27,6 +27,7 @@ namespace {
 struct SimulateOptions {
   std::string input;
   bool fold = false;
+  int32_t compute_slots = 0;
   OutputOptions outputs;
   NetworkMode network = NetworkMode::kFlow;
   CalibrationOption calibration;
@@ -47,7 +48,7 @@ int run_simulate(const SimulateOptions& o) {
   RunOutputs outputs(program, o.outputs, stem, "");
 
   NetworkSetup network(program, o.network);
-  engine::Simulator sim(program, cost, network.apply(engine::SimulationOptions{.fold = o.fold}));
+  engine::Simulator sim(program, cost, network.apply(engine::SimulationOptions{.fold = o.fold, .compute_slots = o.compute_slots}));
   report::BubbleAccounting accounting;
   sim.add_observer(&accounting);
   report::CommAccounting comm;
@@ -80,6 +81,10 @@ void add_simulate_command(CLI::App& app, Action& action) {
   sub->add_option("INPUT", o->input, "scenario (.pbtxt, .textproto, .json) or program from `lacuna compile` (.pb)")
       ->required();
   sub->add_flag("--fold", o->fold, "simulate one representative per class of identical ranks");
+  sub->add_option("--compute-slots", o->compute_slots,
+                  "at most N compute kernels at once over all ranks (0: no limit): the ranks share one host's N "
+                  "cores, as in `lacuna execute --backend cpu` (docs/executor.md#cpu-contention)")
+      ->check(CLI::NonNegativeNumber);
   add_network_option(sub, o->network);
   add_calibration_options(sub, o->calibration);
   add_scale_down_option(sub, o->scale_down);
