@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "calib/bench_driver.h"
+#include "calib/concurrent_case.h"
 #include "calib/cpu_probe.h"
 #include "calib/device_query.h"
 #include "calib/grid.h"
@@ -239,6 +240,11 @@ int run_calibrate(const CalibrateOptions& o, std::FILE* out, std::FILE* err) {
       break;
   }
 
+  if (gpu && o.concurrency != 1) {
+    throw Error(SourceLocation{{}, 0, 0, "--concurrency"}, "applies to the CPU kernels only",
+                "calibrate with --cpu, or drop --concurrency");
+  }
+
   // ---- shapes
   std::vector<std::string> sources = o.scenarios;
   const bool default_set = sources.empty();
@@ -285,13 +291,19 @@ int run_calibrate(const CalibrateOptions& o, std::FILE* out, std::FILE* err) {
     device_info = cpu_device_info();
     precision = scenario::FP32;
     const kernels::CpuCaseOptions copt = cpu_case_options();
-    factory = [copt](const ir::Compute& op) -> std::unique_ptr<kernels::KernelCase> {
-      return kernels::make_cpu_case(op, copt);
+    const int concurrency = o.concurrency;
+    factory = [copt, concurrency](const ir::Compute& op) -> std::unique_ptr<kernels::KernelCase> {
+      return make_concurrent_case([&] { return kernels::make_cpu_case(op, copt); }, concurrency);
     };
     method = fmt::format("std::chrono::steady_clock, {} warm-up, median of {} (Google Benchmark manual time); "
-                         "float32 CPU reference kernels, one thread; rotating inputs > 2x LLC ({} MiB), at most 4 "
+                         "float32 CPU reference kernels, one thread{}; rotating inputs > 2x LLC ({} MiB), at most 4 "
                          "sets; points estimated above {} s skipped",
-                         warmup, reps, kernels::last_level_cache_bytes() >> 20, o.max_point_seconds);
+                         warmup, reps,
+                         concurrency > 1 ? fmt::format(" timed while {} more threads run copies of the kernel "
+                                                       "(--concurrency {})",
+                                                       concurrency - 1, concurrency)
+                                         : std::string(),
+                         kernels::last_level_cache_bytes() >> 20, o.max_point_seconds);
     fmt::print(err, "calibrate: probing ...\n");
     est = estimate_cpu(points, o.max_point_seconds, err);
   }

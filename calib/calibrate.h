@@ -32,6 +32,9 @@ struct CalibrateOptions {
   // before their shapes are taken, so the profile measures the kernels the
   // scaled program runs (docs/scenario.md#scale-down).
   int64_t scale_down = 1;
+  // CPU: time each kernel while concurrency − 1 other threads run copies of
+  // it (calib/concurrent_case.h); 1 = alone.
+  int concurrency = 1;
 };
 
 // Parses "GEMM,attention" into op classes; throws lacuna::Error naming an unknown one.

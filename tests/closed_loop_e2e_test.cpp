@@ -158,12 +158,14 @@ TEST(ClosedLoop, CalibrateSimulateExecuteDiffOnCpu) {
   TempDir dir("loop");
   const auto compiled = run_lacuna("compile " + kScenario + " -o " + (dir / "program.pb"));
   ASSERT_EQ(compiled.exit_code, 0) << compiled.output;
-  const auto calibrated = run_lacuna("calibrate --cpu --scenario " + kScenario +
+  // The 8 ranks share this machine's cores: the kernels are calibrated with
+  // every core busy, the prediction models the sharing, the execution
+  // enforces it (docs/executor.md#cpu-contention).
+  const std::string cores = std::to_string(std::max(1u, std::thread::hardware_concurrency()));
+  const std::string slots = " --compute-slots " + cores;
+  const auto calibrated = run_lacuna("calibrate --cpu --concurrency " + cores + " --scenario " + kScenario +
                                      " --no-grid --repetitions 2 --warmup 1 -o " + (dir / "cpu.pbtxt"));
   ASSERT_EQ(calibrated.exit_code, 0) << calibrated.output;
-  // The 8 ranks share this machine's cores: the prediction models it, the
-  // execution enforces it (docs/executor.md#cpu-contention).
-  const std::string slots = " --compute-slots " + std::to_string(std::max(1u, std::thread::hardware_concurrency()));
   const auto simulated = run_lacuna("simulate " + (dir / "program.pb") + " --calibration " + (dir / "cpu.pbtxt") +
                                     slots + " --trace-ranks all --no-trace --no-svg --json " +
                                     (dir / "predicted.json"));

@@ -60,6 +60,10 @@ void add_calibrate_command(CLI::App& app, Action& action) {
   sub->add_flag("--no-grid", c->no_grid, "measure only the exact shapes of the scenario(s), no interpolation grid");
   sub->add_flag("--no-collectives", c->no_collectives, "skip the NCCL collective benchmarks");
   sub->add_option("--only", c->only, "measure only these op classes, e.g. GEMM,ATTENTION")->delimiter(',');
+  sub->add_option("--concurrency", c->options.concurrency,
+                  "CPU: time each kernel while N - 1 other threads run copies of it, as N ranks computing at once "
+                  "on N cores do under `lacuna execute --compute-slots N` (default 1: alone)")
+      ->check(CLI::PositiveNumber);
   add_scale_down_option(sub, c->options.scale_down);
   sub->callback([c, &action] { action = [c] { return run(*c); }; });
 }
