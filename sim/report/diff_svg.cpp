@@ -159,17 +159,7 @@ std::string render_diff_svg(const DiffInput& predicted, const DiffInput& measure
   std::string o;
   o.reserve(64 * 1024);
   auto out = std::back_inserter(o);
-  fmt::format_to(out,
-                 "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-                 "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0:.0f}\" height=\"{1:.0f}\" "
-                 "viewBox=\"0 0 {0:.0f} {1:.0f}\" font-family=\"Helvetica, Arial, sans-serif\" font-size=\"11\">\n",
-                 width, height);
-  fmt::format_to(out,
-                 "<defs>\n<pattern id=\"idle\" patternUnits=\"userSpaceOnUse\" width=\"6\" height=\"6\" "
-                 "patternTransform=\"rotate(45)\"><rect width=\"6\" height=\"6\" fill=\"{}\"/>"
-                 "<line x1=\"0\" y1=\"0\" x2=\"0\" y2=\"6\" stroke=\"{}\" stroke-width=\"2\"/></pattern>\n</defs>\n",
-                 svg::kIdleFill, svg::kIdleHatch);
-  fmt::format_to(out, "<rect x=\"0\" y=\"0\" width=\"{:.0f}\" height=\"{:.0f}\" fill=\"white\"/>\n", width, height);
+  svg::begin_document(o, width, height);
 
   const std::string title =
       fmt::format("{} — {}: predicted {} vs measured {} (error {})", report.scenario, p->label,
@@ -177,17 +167,11 @@ std::string render_diff_svg(const DiffInput& predicted, const DiffInput& measure
                   format_duration(TimeNs(report.measured_iteration_ns)), format_error_percent(report.iteration_error));
   const std::string subtitle = fmt::format("predicted: {} · measured: {} · bubbles ≥ {}", report.predicted_file,
                                            report.measured_file, format_duration(TimeNs(report.min_bubble_ns)));
-  fmt::format_to(out, "<text x=\"{:.0f}\" y=\"24\" font-size=\"16\" font-weight=\"bold\">{}</text>\n", kLeft,
-                 svg::xml_escape(title));
-  fmt::format_to(out, "<text x=\"{:.0f}\" y=\"44\" fill=\"#444\">{}</text>\n", kLeft, svg::xml_escape(subtitle));
+  svg::title(o, kLeft, title, subtitle);
 
   // Grid lines behind both halves.
-  const int64_t step = svg::tick_step(g.total_ns);
-  fmt::format_to(out, "<g stroke=\"#e6e6e6\" stroke-width=\"1\">\n");
-  for (int64_t t = 0; t <= g.total_ns; t += step) {
-    fmt::format_to(out, "<line x1=\"{0:.2f}\" y1=\"{1:.2f}\" x2=\"{0:.2f}\" y2=\"{2:.2f}\"/>\n", g.x(t), kTop - 6, axis_y);
-  }
-  fmt::format_to(out, "</g>\n");
+  const svg::TimeAxis axis{kLeft, g.scale, g.total_ns};
+  svg::grid(o, axis, kTop - 6, axis_y);
 
   auto heading = [](const char* which, const std::string& model, int64_t ns) {
     return model.empty() ? fmt::format("{} · {}", which, format_duration(TimeNs(ns)))
@@ -198,17 +182,7 @@ std::string render_diff_svg(const DiffInput& predicted, const DiffInput& measure
   draw_half(o, g, "measured", heading("measured", report.measured_cost_model, report.measured_iteration_ns), *m,
             report.measured_iteration_ns, report, false, kTop + p_h + kHalfGap);
 
-  // Time axis.
-  fmt::format_to(out, "<g class=\"axis\">\n<line x1=\"{:.2f}\" y1=\"{:.2f}\" x2=\"{:.2f}\" y2=\"{:.2f}\" stroke=\"#333\"/>\n",
-                 g.x(0), axis_y, g.x(g.total_ns), axis_y);
-  for (int64_t t = 0; t <= g.total_ns; t += step) {
-    fmt::format_to(out,
-                   "<line x1=\"{0:.2f}\" y1=\"{1:.2f}\" x2=\"{0:.2f}\" y2=\"{2:.2f}\" stroke=\"#333\"/>"
-                   "<text x=\"{0:.2f}\" y=\"{3:.2f}\" text-anchor=\"middle\">{4}</text>\n",
-                   g.x(t), axis_y, axis_y + 5, axis_y + 18, svg::tick_label(t, step));
-  }
-  fmt::format_to(out, "<text x=\"{:.2f}\" y=\"{:.2f}\" text-anchor=\"middle\" fill=\"#444\">time</text>\n</g>\n",
-                 g.x(g.total_ns / 2), axis_y + 34);
+  svg::time_axis(o, axis, axis_y);
 
   // Legend: the phases, then idle and the two outlines.
   struct Entry {

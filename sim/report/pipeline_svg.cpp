@@ -114,40 +114,15 @@ std::string render_timeline_svg(const TimelineDocument& doc) {
   std::string o;
   o.reserve(64 * 1024);
   auto out = std::back_inserter(o);
-  fmt::format_to(out,
-                 "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-                 "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0:.0f}\" height=\"{1:.0f}\" "
-                 "viewBox=\"0 0 {0:.0f} {1:.0f}\" font-family=\"Helvetica, Arial, sans-serif\" font-size=\"11\">\n",
-                 width, height);
-  fmt::format_to(out,
-                 "<defs>\n<pattern id=\"idle\" patternUnits=\"userSpaceOnUse\" width=\"6\" height=\"6\" "
-                 "patternTransform=\"rotate(45)\"><rect width=\"6\" height=\"6\" fill=\"{}\"/>"
-                 "<line x1=\"0\" y1=\"0\" x2=\"0\" y2=\"6\" stroke=\"{}\" stroke-width=\"2\"/></pattern>\n</defs>\n",
-                 svg::kIdleFill, svg::kIdleHatch);
-  fmt::format_to(out, "<rect x=\"0\" y=\"0\" width=\"{:.0f}\" height=\"{:.0f}\" fill=\"white\"/>\n", width, height);
+  svg::begin_document(o, width, height);
 
   // Title and subtitle.
-  fmt::format_to(out, "<text x=\"{:.0f}\" y=\"24\" font-size=\"16\" font-weight=\"bold\">{}</text>\n", kLeft,
-                 svg::xml_escape(doc.title));
-  fmt::format_to(out, "<text x=\"{:.0f}\" y=\"44\" fill=\"#444\">{}</text>\n", kLeft, svg::xml_escape(doc.subtitle));
+  svg::title(o, kLeft, doc.title, doc.subtitle);
 
   // Grid and axis.
-  const int64_t step = svg::tick_step(total);
-  fmt::format_to(out, "<g stroke=\"#e6e6e6\" stroke-width=\"1\">\n");
-  for (int64_t t = 0; t <= total; t += step) {
-    fmt::format_to(out, "<line x1=\"{0:.2f}\" y1=\"{1:.2f}\" x2=\"{0:.2f}\" y2=\"{2:.2f}\"/>\n", x(t), kTop - 6, axis_y);
-  }
-  fmt::format_to(out, "</g>\n");
-  fmt::format_to(out, "<g class=\"axis\">\n<line x1=\"{:.2f}\" y1=\"{:.2f}\" x2=\"{:.2f}\" y2=\"{:.2f}\" stroke=\"#333\"/>\n",
-                 x(0), axis_y, x(total), axis_y);
-  for (int64_t t = 0; t <= total; t += step) {
-    fmt::format_to(out,
-                   "<line x1=\"{0:.2f}\" y1=\"{1:.2f}\" x2=\"{0:.2f}\" y2=\"{2:.2f}\" stroke=\"#333\"/>"
-                   "<text x=\"{0:.2f}\" y=\"{3:.2f}\" text-anchor=\"middle\">{4}</text>\n",
-                   x(t), axis_y, axis_y + 5, axis_y + 18, svg::tick_label(t, step));
-  }
-  fmt::format_to(out, "<text x=\"{:.2f}\" y=\"{:.2f}\" text-anchor=\"middle\" fill=\"#444\">time</text>\n</g>\n",
-                 x(total / 2), axis_y + 34);
+  const svg::TimeAxis axis{kLeft, scale, total};
+  svg::grid(o, axis, kTop - 6, axis_y);
+  svg::time_axis(o, axis, axis_y);
 
   // Rows.
   for (size_t i = 0; i < rows.size(); ++i) {

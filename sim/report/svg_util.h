@@ -23,4 +23,23 @@ int64_t tick_step(int64_t total_ns);
 // A tick's label in ms with as many decimals as `step_ns` needs ("12.5 ms").
 std::string tick_label(int64_t ns, int64_t step_ns);
 
+// The horizontal time scale of a picture: x = left + ns · px_per_ns, over
+// [0, total_ns], with ticks every tick_step(total_ns).
+struct TimeAxis {
+  double left = 0;
+  double px_per_ns = 0;
+  int64_t total_ns = 1;
+  double x(int64_t ns) const { return left + static_cast<double>(ns) * px_per_ns; }
+};
+
+// The XML declaration, the <svg> element (width × height px), the idle
+// hatch pattern (fill="url(#idle)") and a white background.
+void begin_document(std::string& out, double width, double height);
+// A bold title at y 24 and a grey subtitle at y 44, from x.
+void title(std::string& out, double x, std::string_view title, std::string_view subtitle);
+// Light vertical grid lines at every tick, from top to bottom.
+void grid(std::string& out, const TimeAxis& axis, double top, double bottom);
+// The axis line at y, its ticks with labels, and "time" below.
+void time_axis(std::string& out, const TimeAxis& axis, double y);
+
 }  // namespace lacuna::report::svg
