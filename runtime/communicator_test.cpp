@@ -737,7 +737,9 @@ TEST(CommunicatorStarted, CollectiveStartsWhenTheLastMemberArrives) {
       EXPECT_GE(stats[i].started, called[late]);
       EXPECT_LE(stats[i].started, returned[i]);
       // The members on time waited for the late one: not part of the transfer.
-      if (i != late) EXPECT_GE(stats[i].started - called[i], milliseconds(50));
+      if (i != late) {
+        EXPECT_GE(stats[i].started - called[i], milliseconds(50));
+      }
     }
   }
 }

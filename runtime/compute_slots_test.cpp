@@ -81,7 +81,9 @@ TEST(ComputeSlots, FixedDurationComputeNeedsNoSlot) {
   const ExecutedSpan* gemm[2] = {nullptr, nullptr};
   for (const ExecutedSpan& s : r.spans) {
     if (s.op == 0) gemm[s.rank] = &s;
-    if (s.op == 1) EXPECT_GE(s.end_ns - s.start_ns, 200'000);
+    if (s.op == 1) {
+      EXPECT_GE(s.end_ns - s.start_ns, 200'000);
+    }
   }
   ASSERT_NE(gemm[0], nullptr);
   ASSERT_NE(gemm[1], nullptr);

@@ -19,10 +19,10 @@ namespace lacuna::report {
 
 namespace {
 
-constexpr double kLeft = 200;  // room for lane labels
-constexpr double kPlotWidth = 1400;
-constexpr double kRight = 30;
-constexpr double kTop = 64;  // title and subtitle
+using svg::kLeft;
+using svg::kPlotWidth;
+using svg::kRight;
+using svg::kTop;
 constexpr double kHeadingH = 20;
 constexpr double kComputeH = 22;
 constexpr double kCommH = 9;

@@ -13,10 +13,10 @@ namespace lacuna::report {
 
 namespace {
 
-constexpr double kLeft = 200;       // room for row labels
-constexpr double kPlotWidth = 1400;
-constexpr double kRight = 30;
-constexpr double kTop = 64;         // title and subtitle
+using svg::kLeft;
+using svg::kPlotWidth;
+using svg::kRight;
+using svg::kTop;
 constexpr double kComputeH = 26;
 constexpr double kLaneH = 7;
 constexpr double kLaneGap = 2;

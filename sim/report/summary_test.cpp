@@ -96,7 +96,10 @@ TEST(JsonReport, FoldModeListsRepresentedRanks) {
 TEST(JsonReport, IsByteIdenticalAcrossRuns) { EXPECT_EQ(summary_json(run_fixture()), summary_json(run_fixture())); }
 
 TEST(TerminalReport, ShowsTheHeadlineRows) {
-  const std::string t = format_summary(run_fixture(), RunStats{0.5, 1000});
+  RunStats run;
+  run.wall_seconds = 0.5;
+  run.events = 1000;
+  const std::string t = format_summary(run_fixture(), run);
   for (const char* needle : {"tiny <two> & ranks", "iteration time", "400 ns", "MFU", "HFU", "pp_warmup", "dp_exposed",
                              "peak memory per rank", "2 of 2 ranks over capacity", "test cost model", "full: all 2",
                              "2.000 k events/s", "1F1B", "  backward_input"}) {

@@ -9,6 +9,13 @@
 
 namespace lacuna::report::svg {
 
+// The page layout both pictures share: labels left of kLeft, the time axis
+// kPlotWidth wide, the title and subtitle above kTop.
+inline constexpr double kLeft = 200;
+inline constexpr double kPlotWidth = 1400;
+inline constexpr double kRight = 30;
+inline constexpr double kTop = 64;
+
 // The idle (bubble) background: fill and hatch stroke.
 inline constexpr const char* kIdleFill = "#fde2e2";
 inline constexpr const char* kIdleHatch = "#f2a5a5";

@@ -154,7 +154,11 @@ int run_execute(const ExecuteCliOptions& o) {
 
   size_t ops = 0;
   for (const auto& s : result.spans) ops += s.iteration == chosen ? 1 : 0;
-  report::RunStats stats{wall, static_cast<uint64_t>(result.spans.size()), "execution", "ops", {}};
+  report::RunStats stats;
+  stats.wall_seconds = wall;
+  stats.events = static_cast<uint64_t>(result.spans.size());
+  stats.label = "execution";
+  stats.unit = "ops";
   stats.mode = ranks.size() == static_cast<size_t>(program.ranks_size())
                    ? fmt::format("executed: all {} ranks", program.ranks_size())
                    : fmt::format("executed: {} of {} ranks{}", ranks.size(), program.ranks_size(),

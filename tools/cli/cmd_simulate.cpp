@@ -68,7 +68,10 @@ int run_simulate(const SimulateOptions& o) {
   summary.calibration = std::move(coverage);
   outputs.commit(summary);
 
-  fmt::print("{}", report::format_summary(summary, report::RunStats{wall, result.events}));
+  report::RunStats stats;
+  stats.wall_seconds = wall;
+  stats.events = result.events;
+  fmt::print("{}", report::format_summary(summary, stats));
   fmt::print("{}", outputs.describe());
   return 0;
 }
