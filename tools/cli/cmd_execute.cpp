@@ -88,7 +88,9 @@ std::string iteration_list(const std::vector<int64_t>& iteration_ns, int warmup,
 int run_execute(const ExecuteCliOptions& o) {
   if (o.iterations < 1) throw Error(SourceLocation{{}, 0, 0, "--iterations"}, "must be >= 1");
   if (o.warmup < 0) throw Error(SourceLocation{{}, 0, 0, "--warmup"}, "must be >= 0");
-  if (!(o.timeout_s > 0)) throw Error(SourceLocation{{}, 0, 0, "--timeout-s"}, "must be > 0");
+  if (!(o.timeout_s > 0) || o.timeout_s > 1e6) {
+    throw Error(SourceLocation{{}, 0, 0, "--timeout-s"}, "must be > 0 and at most 1e6 s, got " + fmt::format("{}", o.timeout_s));
+  }
 
   // The same program `lacuna simulate INPUT` with these options simulates:
   // placements plan with the same (calibrated or analytic) cost model.
@@ -190,8 +192,11 @@ void add_execute_command(CLI::App& app, Action& action) {
                   "unless it is closed under its groups and peers")
       ->capture_default_str();
   sub->add_option("--iterations", o->iterations, "measured iterations (the outputs show the median one)")
+      ->check(CLI::Range(1, 100000))
       ->capture_default_str();
-  sub->add_option("--warmup", o->warmup, "iterations run first and not measured")->capture_default_str();
+  sub->add_option("--warmup", o->warmup, "iterations run first and not measured")
+      ->check(CLI::Range(0, 100000))
+      ->capture_default_str();
   sub->add_option("--timeout-s", o->timeout_s,
                   "a wait for a peer or an event longer than this fails with a report of who waits on what")
       ->capture_default_str();
@@ -199,7 +204,8 @@ void add_execute_command(CLI::App& app, Action& action) {
                 "emulate the ranks not executed from a simulation of the same program (docs/executor.md#replay)");
   sub->add_option("--compute-slots", o->compute_slots,
                   "cpu backend: at most N compute kernels at once (default: the hardware threads; 0: no limit); "
-                  "a kernel waiting for a core shows as idle time, not kernel time");
+                  "a kernel waiting for a core shows as idle time, not kernel time")
+      ->check(CLI::Range(0, 1 << 20));
   sub->add_option("--seed", o->seed, "seed of the kernels' random inputs")->capture_default_str();
   add_scale_down_option(sub, o->scale_down);
   add_network_option(sub, o->network);

@@ -87,7 +87,7 @@ void add_simulate_command(CLI::App& app, Action& action) {
   sub->add_option("--compute-slots", o->compute_slots,
                   "at most N compute kernels at once over all ranks (0: no limit): the ranks share one host's N "
                   "cores, as in `lacuna execute --backend cpu` (docs/executor.md#cpu-contention)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(0, 1 << 20));
   add_network_option(sub, o->network);
   add_calibration_options(sub, o->calibration);
   add_scale_down_option(sub, o->scale_down);
