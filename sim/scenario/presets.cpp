@@ -128,12 +128,44 @@ constexpr const char* kH200 = R"pb(
     num_sms: 132
 )pb";
 
+// The host (CPU) side and the memory overheads, the same for every GPU kind
+// (the sources measure the software stack, not the GPU; docs/cost-model.md
+// #host-overheads, docs/memory-model.md#overheads).
+//  kernel_launch_us 7: PyTorch eager dispatch of one op, 5–7 µs
+//    (pytorch/pytorch #41383; meta-pytorch/autoparallel PR #146 costs every
+//    op at least 7 µs on H100); a torch nn.Linear forward took 13.5 µs of CPU
+//    on an H100 DGX (NVIDIA/TransformerEngine #2053). 7 µs: most of a layer's
+//    kernels are plain ops, not module calls.
+//  collective_launch_us 8: the same dispatch plus NCCL's enqueue, ≈1 µs
+//    between group start and end in NCCL's profiler trace (NVIDIA/nccl #1765).
+//  microbatch_overhead_us, iteration_overhead_us 0: no published figure for
+//    Megatron-LM's per-pass Python work or data loading; the per-op costs
+//    above and the host syncs of the execution switches are what is modelled.
+//  cuda_context_gib 0.5: 0.47 GiB after the first CUDA op with lazy module
+//    loading on A100 (stas00/ml-engineering, performance README; PyTorch
+//    maintainers: 300–400 MB, pytorch #107667, #109888).
+//  nccl_communicator_mib 656: 688 MB per communicator of more than 2 GPUs,
+//    544 MB for 2 (NVIDIA/nccl #964, 4 × A100); up to 1.6 GB in #864.
+//  allocator_fragmentation 0.15: GMLake (ASPLOS'24, arXiv 2401.08156)
+//    removes 15 % fragmentation on average (up to 33 %) from the PyTorch
+//    caching allocator over 8 LLM workloads on A100-80GB; range 0.05–0.33.
+constexpr const char* kHostAndMemory = R"pb(
+  host {
+    kernel_launch_us: 7
+    collective_launch_us: 8
+    microbatch_overhead_us: 0
+    iteration_overhead_us: 0
+  }
+  memory_overheads { cuda_context_gib: 0.5 nccl_communicator_mib: 656 allocator_fragmentation: 0.15 }
+)pb";
+
 // Hopper presets: the GPU block is left open for the shared efficiencies.
 std::string hopper(const char* gpu) {
-  return std::string(gpu) + kHopperComputeHead + kMemoryBound + kHopperComputeTail + "}" + kHopperNode;
+  return std::string(gpu) + kHopperComputeHead + kMemoryBound + kHopperComputeTail + "}" + kHopperNode +
+         kHostAndMemory;
 }
 
-std::string a100() { return std::string(kA100Head) + kMemoryBound + kA100Tail; }
+std::string a100() { return std::string(kA100Head) + kMemoryBound + kA100Tail + kHostAndMemory; }
 
 Cluster parse_preset(const std::string& text) {
   Cluster c;

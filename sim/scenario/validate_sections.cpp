@@ -161,6 +161,25 @@ void validate_cluster(const Scenario& spec, const Checker& c) {
     }
     if (t.has_latency_us()) c.real(p + ".latency_us", t.latency_us(), 1e6, true);
   }
+  // The host and the memory overheads (docs/cost-model.md#host-overheads,
+  // docs/memory-model.md#overheads): every field, from the preset or given.
+  const HostSpec& host = cl.host();
+  need("cluster.host.kernel_launch_us", host.has_kernel_launch_us());
+  c.real("cluster.host.kernel_launch_us", host.kernel_launch_us(), 1e6, true);
+  need("cluster.host.collective_launch_us", host.has_collective_launch_us());
+  c.real("cluster.host.collective_launch_us", host.collective_launch_us(), 1e6, true);
+  need("cluster.host.microbatch_overhead_us", host.has_microbatch_overhead_us());
+  c.real("cluster.host.microbatch_overhead_us", host.microbatch_overhead_us(), 1e9, true);
+  need("cluster.host.iteration_overhead_us", host.has_iteration_overhead_us());
+  c.real("cluster.host.iteration_overhead_us", host.iteration_overhead_us(), 1e9, true);
+  const MemoryOverheads& mo = cl.memory_overheads();
+  need("cluster.memory_overheads.cuda_context_gib", mo.has_cuda_context_gib());
+  c.real("cluster.memory_overheads.cuda_context_gib", mo.cuda_context_gib(), 1e4, true);
+  need("cluster.memory_overheads.nccl_communicator_mib", mo.has_nccl_communicator_mib());
+  c.real("cluster.memory_overheads.nccl_communicator_mib", mo.nccl_communicator_mib(), 1e7, true);
+  need("cluster.memory_overheads.allocator_fragmentation", mo.has_allocator_fragmentation());
+  c.real("cluster.memory_overheads.allocator_fragmentation", mo.allocator_fragmentation(), 10, true);
+
   c.enumeration_or_unset("cluster.network.algorithm", net.algorithm());
   c.enumeration_or_unset("cluster.network.protocol", net.protocol());
   if (net.has_compute_slowdown_under_comm())
