@@ -380,8 +380,29 @@ CaseSpec softmax_case(const ir::Compute& op) {
   return c;
 }
 
+// A streaming pass, shape [elements, bytes_per_element] (ELEMENTWISE copies,
+// casts, memsets, accumulations; OPTIMIZER norm / clip passes): a scaled copy
+// moving the same bytes (one float read and one written per 8 bytes).
+CaseSpec stream_case(const ir::Compute& op) {
+  const std::int64_t bytes = checked_product(op, {op.shape(0), op.shape(1)});
+  const std::int64_t floats = std::max<std::int64_t>((bytes + 7) / 8, 1);
+  CaseSpec c;
+  c.names = {"x", "y"};
+  c.sizes = {floats, floats};
+  c.run = [](Set& s) {
+    const auto& x = s[0];
+    auto& y = s[1];
+    for (std::size_t i = 0; i < y.size(); ++i) y[i] = 0.5f * x[i];
+  };
+  return c;
+}
+
 CaseSpec elementwise_case(const ir::Compute& op) {
-  want_rank(op, 1, 1);
+  want_rank(op, 1, 2);
+  if (op.shape_size() == 2) {
+    want_variants(op, {ir::VARIANT_FORWARD, ir::VARIANT_BACKWARD_INPUT, ir::VARIANT_BACKWARD_WEIGHT});
+    return stream_case(op);
+  }
   want_variants(op, {ir::VARIANT_FORWARD, ir::VARIANT_BACKWARD_INPUT});
   const std::int64_t n = checked_product(op, {op.shape(0)});
   constexpr float kP = 0.1f;
@@ -422,8 +443,9 @@ CaseSpec embedding_case(const ir::Compute& op) {
 }
 
 CaseSpec optimizer_case(const ir::Compute& op) {
-  want_rank(op, 1, 1);
+  want_rank(op, 1, 2);
   want_variants(op, {ir::VARIANT_FORWARD});
+  if (op.shape_size() == 2) return stream_case(op);
   const std::int64_t p = checked_product(op, {op.shape(0)});
   CaseSpec c;
   c.names = {"params", "grads", "m", "v"};
@@ -497,8 +519,10 @@ bool cpu_case_supported(ir::OpClass op_class, ir::KernelVariant variant) {
     case ir::RESIDUAL_ADD:
     case ir::CROSS_ENTROPY:
     case ir::SOFTMAX:
-    case ir::ELEMENTWISE:
       return variant == ir::VARIANT_FORWARD || variant == ir::VARIANT_BACKWARD_INPUT;
+    case ir::ELEMENTWISE:  // weight-gradient accumulation streams are BACKWARD_WEIGHT
+      return variant == ir::VARIANT_FORWARD || variant == ir::VARIANT_BACKWARD_INPUT ||
+             variant == ir::VARIANT_BACKWARD_WEIGHT;
     case ir::EMBEDDING:
       return variant == ir::VARIANT_FORWARD || variant == ir::VARIANT_BACKWARD_WEIGHT;
     case ir::OPTIMIZER:

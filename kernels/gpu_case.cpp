@@ -199,7 +199,21 @@ Recipe swiglu_recipe(const ir::Compute& op) {
 
 // RESIDUAL_ADD (both variants: the backward is the same add of two gradient
 // paths) and ELEMENTWISE (y = x / (1 − p), a dropout-like scale pass).
+// A streaming pass [elements, bytes_per_element] (ELEMENTWISE copies, casts,
+// memsets, accumulations; OPTIMIZER norm / clip passes): a bf16 scale copy
+// moving the same bytes (2 read + 2 written per 4 bytes).
+Recipe stream_recipe(const ir::Compute& op) {
+  const int64_t bytes = mul(op, dim(op, 0), dim(op, 1));
+  const int64_t n = std::max<int64_t>((bytes + 3) / 4, 1);
+  Recipe r;
+  r.description = describe_op(op) + " stream";
+  r.buffers = {in_bf16(n), out_bf16(n)};
+  r.launch = [](Context& ctx, Set& b) { gpu::scale_copy(ctx, b[0], 0.5f, b[1]); };
+  return r;
+}
+
 Recipe elementwise_recipe(const ir::Compute& op, bool residual) {
+  if (!residual && op.shape_size() == 2) return stream_recipe(op);
   expect_rank(op, {1}, "[elements]");
   expect_variant(op, {ir::VARIANT_FORWARD, ir::VARIANT_BACKWARD_INPUT});
   const int64_t n = dim(op, 0);
@@ -279,6 +293,7 @@ Recipe embedding_recipe(const ir::Compute& op) {
 }
 
 Recipe optimizer_recipe(const ir::Compute& op) {
+  if (op.shape_size() == 2) return stream_recipe(op);
   expect_rank(op, {1}, "[parameters]");
   expect_variant(op, {ir::VARIANT_FORWARD});
   const int64_t n = dim(op, 0);

@@ -20,6 +20,7 @@ constexpr std::array<StreamSpec, static_cast<size_t>(StreamId::kCount)> kStreams
     {"pp_recv_bwd", ir::PP_RECV},
     {"pp_send_bwd", ir::PP_SEND},
     {"dp", ir::DP_COMM},
+    {"sync", ir::DP_COMM},
 }};
 
 size_t idx(StreamId s) { return static_cast<size_t>(s); }
@@ -40,6 +41,10 @@ ir::Op* ClassBuilder::add(StreamId stream, const OpContext& ctx) {
   op->set_microbatch(ctx.microbatch);
   op->set_chunk(ctx.chunk);
   op->set_layer(ctx.layer);
+  if (stream == StreamId::kCompute && sync_next_) {
+    op->set_host_sync(true);
+    sync_next_ = false;
+  }
   return op;
 }
 

@@ -12,7 +12,10 @@
 
 namespace lacuna::compiler {
 
-enum class StreamId : int32_t { kCompute, kTp, kCp, kRecvFwd, kSendFwd, kRecvBwd, kSendBwd, kDp, kCount };
+// kSync: the small synchronous collectives the compute stream waits for at
+// once (the loss reported per microbatch, the tied embedding's gradients,
+// the gradient norm, the step statistics), apart from the DP stream's buckets.
+enum class StreamId : int32_t { kCompute, kTp, kCp, kRecvFwd, kSendFwd, kRecvBwd, kSendBwd, kDp, kSync, kCount };
 
 enum class EventId : int32_t {
   kComputeToTp,
@@ -25,6 +28,13 @@ enum class EventId : int32_t {
   kComputeToSendBwd,
   kComputeToDp,
   kDpToCompute,
+  // Blocking p2p (Megatron's batched calls): every stream of a call waits for
+  // one compute record; compute waits for each transfer's completion.
+  kComputeToP2p,
+  kSendFwdToCompute,
+  kSendBwdToCompute,
+  kComputeToSync,
+  kSyncToCompute,
   kCount
 };
 
@@ -49,6 +59,10 @@ class ClassBuilder {
   // Index of the last op of a stream (-1 if empty), and access to it.
   int32_t last_index(StreamId stream) const;
   ir::Op* op(StreamId stream, int32_t index);
+  // The next op added to the compute stream is issued by the host only once
+  // the stream has finished everything before it (Op.host_sync: a
+  // torch.cuda.synchronize() or .item() on the host).
+  void host_sync_next() { sync_next_ = true; }
 
 
   // Moves the streams out (empty ones dropped) into a class.
@@ -57,6 +71,7 @@ class ClassBuilder {
  private:
   std::array<ir::Stream, static_cast<size_t>(StreamId::kCount)> streams_;
   std::array<int64_t, static_cast<size_t>(EventId::kCount)> counters_{};
+  bool sync_next_ = false;
 };
 
 }  // namespace lacuna::compiler

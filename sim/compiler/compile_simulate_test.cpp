@@ -109,8 +109,10 @@ TEST(CompileSimulate, Gpt3On3072GpusCompilesToEightClasses) {
   std::printf("  GPT-3 175B / 3072 GPUs: compiled in %.3f s, program %.1f MB\n", seconds, bytes / 1e6);
   EXPECT_LT(seconds, 10.0);
   // 3,072 ranks · 8 pipeline stages: TP groups of 8, DP groups of 48 (with
-  // cp = 1 the dp_cp slot binds to the same DP groups).
-  EXPECT_EQ(p.groups_size(), 3072 / 8 + 3072 / 48);
+  // cp = 1 the dp_cp slot binds to the same DP groups), one embedding pair
+  // per (tp, dp) between the first and last stage, and with the distributed
+  // optimizer one world group for the gradient norm.
+  EXPECT_EQ(p.groups_size(), 3072 / 8 + 3072 / 48 + 8 * 48 + 1);
 }
 
 TEST(CompileSimulate, Gpt3On3072GpusSimulatesFolded) {

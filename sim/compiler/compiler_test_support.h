@@ -23,6 +23,8 @@ struct Small {
   double hidden_dropout = 0, attention_dropout = 0;
   std::string rank_order;
   int64_t gpus_per_node = 8;
+  // The software's switches (unset: Megatron-core 0.12's defaults).
+  scenario::Execution execution;
 };
 
 inline scenario::Cluster test_cluster(int64_t nodes, int64_t gpus_per_node) {
@@ -45,6 +47,18 @@ inline scenario::Cluster test_cluster(int64_t nodes, int64_t gpus_per_node) {
   set_eff("ATTENTION", 0.6, 0.8);
   set_eff("DEFAULT", 0.5, 0.7);
   gpu->set_kernel_overhead_us(3);
+  // The compiler's tests check structure against closed forms: no per-shape
+  // efficiency, no host costs, no memory overheads.
+  gpu->mutable_shape_model()->set_flat(true);
+  auto* host = c.mutable_host();
+  host->set_kernel_launch_us(0);
+  host->set_collective_launch_us(0);
+  host->set_microbatch_overhead_us(0);
+  host->set_iteration_overhead_us(0);
+  auto* mo = c.mutable_memory_overheads();
+  mo->set_cuda_context_gib(0);
+  mo->set_nccl_communicator_mib(0);
+  mo->set_allocator_fragmentation(0);
   c.set_num_nodes(nodes);
   c.set_gpus_per_node(gpus_per_node);
   c.mutable_nvlink()->set_bandwidth_gb_per_s(450);
@@ -98,6 +112,7 @@ inline scenario::LoadedScenario make_scenario(const Small& s) {
   spec.mutable_training()->set_global_batch(s.global_batch);
   spec.mutable_training()->set_micro_batch(s.micro_batch);
   spec.mutable_training()->set_precision(scenario::BF16);
+  *spec.mutable_execution() = s.execution;
   ls.path = "test.pbtxt";
   return ls;
 }

@@ -61,7 +61,7 @@ DpOps dp_ops(const ir::RankClass& c) {
   const ir::Stream* dp = find_stream(c, "dp");
   if (dp == nullptr) return out;
   for (const auto& op : dp->ops())
-    if (op.has_collective()) {
+    if (op.has_collective() && op.phase() == ir::DP_SYNC) {  // the buckets, not the loss
       out.count[op.collective().kind()]++;
       out.bytes[{op.collective().kind(), op.chunk()}] += op.collective().bytes();
     }

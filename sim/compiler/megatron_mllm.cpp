@@ -11,6 +11,7 @@
 #include "sim/compiler/stage_program.h"
 #include "sim/core/error.h"
 #include "sim/model/mllm.h"
+#include "sim/scenario/execution.h"
 #include "sim/schedule/schedule.h"
 
 namespace lacuna::compiler {
@@ -171,7 +172,15 @@ ir::Program compile_megatron_mllm(const scenario::LoadedScenario& scenario, scen
   const auto actions = schedule::build_schedule(schedule_kind, base.pipeline);
   ir::Program program;
   *program.mutable_cluster() = spec.cluster();
-  add_rank_layout(layout, static_cast<int32_t>(plan.gpus_per_node), program);
+  add_rank_layout(layout, static_cast<int32_t>(plan.gpus_per_node), program, spec.parallel().distributed_optimizer());
+  base.schedule_kind = schedule_kind;
+  if (balanced) {
+    // The balanced placement always interleaves: its p2p default is the
+    // software's interleaved one.
+    scenario::Scenario interleaved = spec;
+    interleaved.mutable_schedule()->set_kind(scenario::INTERLEAVED_1F1B);
+    base.execution = scenario::resolve_execution(interleaved, scenario.locations);
+  }
   add_stage_classes(scenario, base, actions, program);
   if (balanced) {
     // The partition, in the class names: "pp0 [vs0 enc0:patch+L0-11 | vs2 …]".

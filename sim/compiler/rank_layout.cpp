@@ -86,7 +86,7 @@ ir::Coordinates RankLayout::coordinates(int32_t rank) const {
   return c;
 }
 
-void add_rank_layout(const RankLayout& layout, int32_t gpus_per_node, ir::Program& program) {
+void add_rank_layout(const RankLayout& layout, int32_t gpus_per_node, ir::Program& program, bool world_grad_norm) {
   const ParallelDims& d = layout.dims();
   const int32_t world = d.world();
   program.clear_group_slots();
@@ -94,7 +94,12 @@ void add_rank_layout(const RankLayout& layout, int32_t gpus_per_node, ir::Progra
   program.clear_groups();
   program.clear_ranks();
   const std::array<std::pair<const char*, ir::GroupKind>, kNumGroupSlots> group_slots = {
-      {{"tp", ir::TP}, {"cp", ir::CP}, {"dp", ir::DP}, {"dp_cp", ir::DP_CP}}};
+      {{"tp", ir::TP},
+       {"cp", ir::CP},
+       {"dp", ir::DP},
+       {"dp_cp", ir::DP_CP},
+       {"embedding", ir::EMBEDDING_GROUP},
+       {"grad_norm", world_grad_norm ? ir::WORLD : ir::MODEL_PARALLEL}}};
   for (const auto& [name, kind] : group_slots) {
     auto* s = program.add_group_slots();
     s->set_name(name);
@@ -118,6 +123,21 @@ void add_rank_layout(const RankLayout& layout, int32_t gpus_per_node, ir::Progra
   };
   std::vector<ir::RankBinding> bindings(world);
   std::map<std::vector<int32_t>, int32_t> group_index;
+  // Appends `members` (ascending) as a group unless it is listed already;
+  // returns its index.
+  auto group_of = [&](std::vector<int32_t> members, ir::GroupKind kind) {
+    std::sort(members.begin(), members.end());
+    auto it = group_index.find(members);
+    if (it == group_index.end()) {
+      it = group_index.emplace(members, program.groups_size()).first;
+      auto* g = program.add_groups();
+      g->set_kind(kind);
+      for (int32_t m : members) g->add_ranks(m);
+    }
+    return it->second;
+  };
+  // The world group is built once (every rank would otherwise enumerate it).
+  int32_t world_group = -1;
   for (int32_t r = 0; r < world; ++r) {
     const ir::Coordinates c = layout.coordinates(r);
     ir::RankBinding& b = bindings[r];
@@ -126,6 +146,44 @@ void add_rank_layout(const RankLayout& layout, int32_t gpus_per_node, ir::Progra
     b.set_local_gpu(r % gpus_per_node);
     *b.mutable_coord() = c;
     for (int32_t slot = 0; slot < kNumGroupSlots; ++slot) {
+      if (slot == kSlotEmbedding) {
+        // Stage 0 and the last stage exchange the tied embedding's gradient.
+        const bool holds = d.pp > 1 && (c.pp() == 0 || c.pp() == d.pp - 1);
+        if (!holds) {
+          b.add_group(-1);
+          continue;
+        }
+        ir::Coordinates first = c, last = c;
+        first.set_pp(0);
+        last.set_pp(d.pp - 1);
+        b.add_group(group_of({layout.rank(first), layout.rank(last)}, ir::EMBEDDING_GROUP));
+        continue;
+      }
+      if (slot == kSlotGradNorm) {
+        if (world <= 1 || (!world_grad_norm && d.tp * d.pp <= 1)) {
+          b.add_group(-1);
+          continue;
+        }
+        if (world_grad_norm) {
+          if (world_group < 0) {
+            std::vector<int32_t> all(static_cast<size_t>(world));
+            for (int32_t m = 0; m < world; ++m) all[static_cast<size_t>(m)] = m;
+            world_group = group_of(std::move(all), ir::WORLD);
+          }
+          b.add_group(world_group);
+          continue;
+        }
+        std::vector<int32_t> members;
+        for (int32_t pp = 0; pp < d.pp; ++pp)
+          for (int32_t tp = 0; tp < d.tp; ++tp) {
+            ir::Coordinates m = c;
+            m.set_tp(tp);
+            m.set_pp(pp);
+            members.push_back(layout.rank(m));
+          }
+        b.add_group(group_of(std::move(members), ir::MODEL_PARALLEL));
+        continue;
+      }
       std::vector<int32_t> members;
       const std::array<int32_t, 4> fixed = {c.tp(), c.cp(), c.dp(), c.pp()};
       // Enumerate the varying axes (at most cp × dp members).
@@ -143,15 +201,7 @@ void add_rank_layout(const RankLayout& layout, int32_t gpus_per_node, ir::Progra
         b.add_group(-1);
         continue;
       }
-      std::sort(members.begin(), members.end());
-      auto it = group_index.find(members);
-      if (it == group_index.end()) {
-        it = group_index.emplace(members, program.groups_size()).first;
-        auto* g = program.add_groups();
-        g->set_kind(group_slots[slot].second);
-        for (int32_t m : members) g->add_ranks(m);
-      }
-      b.add_group(it->second);
+      b.add_group(group_of(std::move(members), group_slots[slot].second));
     }
     if (d.pp > 1) {
       ir::Coordinates next = c, prev = c;

@@ -12,7 +12,19 @@ namespace lacuna::compiler {
 
 // Slot indices of Program.group_slots / peer_slots, fixed for every program
 // the compiler writes.
-enum GroupSlot : int32_t { kSlotTp = 0, kSlotCp = 1, kSlotDp = 2, kSlotDpCp = 3, kNumGroupSlots = 4 };
+// kSlotEmbedding: the first and last pipeline stage of one (tp, cp, dp)
+// (tied word-embedding gradients); kSlotGradNorm: the ranks whose gradient
+// norms are summed (Megatron's grad_stats_parallel_group: the model-parallel
+// tp × pp ranks, or every rank with the distributed optimizer).
+enum GroupSlot : int32_t {
+  kSlotTp = 0,
+  kSlotCp = 1,
+  kSlotDp = 2,
+  kSlotDpCp = 3,
+  kSlotEmbedding = 4,
+  kSlotGradNorm = 5,
+  kNumGroupSlots = 6
+};
 enum PeerSlot : int32_t { kSlotPpNext = 0, kSlotPpPrev = 1, kNumPeerSlots = 2 };
 
 struct ParallelDims {
@@ -43,6 +55,9 @@ class RankLayout {
 // such slot in tp, cp, dp, dp_cp order. The class of a rank is its pipeline
 // stage. Peers are cyclic along PP (the last stage's next is stage 0: the
 // interleaved schedule wraps around); -1 when pp = 1.
-void add_rank_layout(const RankLayout& layout, int32_t gpus_per_node, ir::Program& program);
+// `world_grad_norm`: the distributed optimizer's gradient norm is reduced over
+// every rank (one WORLD group) instead of the tp × pp model-parallel ranks.
+void add_rank_layout(const RankLayout& layout, int32_t gpus_per_node, ir::Program& program,
+                     bool world_grad_norm = false);
 
 }  // namespace lacuna::compiler

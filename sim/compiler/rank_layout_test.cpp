@@ -56,9 +56,13 @@ TEST(RankLayout, GroupsPartitionTheRanksAndAreListedOnce) {
   for (const char* order : {"tp-cp-dp-pp", "pp-dp-cp-tp", "dp-tp-pp-cp"}) {
     const ParallelDims d{2, 2, 3, 2};
     const ir::Program p = layout(d, order);
-    ASSERT_EQ(p.group_slots_size(), 4);
+    ASSERT_EQ(p.group_slots_size(), 6);
     ASSERT_EQ(p.ranks_size(), d.world());
-    const std::map<ir::GroupKind, int> sizes = {{ir::TP, 2}, {ir::CP, 2}, {ir::DP, 3}, {ir::DP_CP, 6}};
+    // pp = 2: every rank is on the first or the last stage, so the embedding
+    // pairs cover the ranks too; the gradient-norm groups are tp × pp.
+    const std::map<ir::GroupKind, int> sizes = {{ir::TP, 2},          {ir::CP, 2},
+                                                {ir::DP, 3},          {ir::DP_CP, 6},
+                                                {ir::EMBEDDING_GROUP, 2}, {ir::MODEL_PARALLEL, 4}};
     std::set<std::pair<int, std::vector<int>>> seen;
     std::map<ir::GroupKind, int> groups_of_kind;
     for (int g = 0; g < p.groups_size(); ++g) {
@@ -70,7 +74,12 @@ TEST(RankLayout, GroupsPartitionTheRanksAndAreListedOnce) {
       ++groups_of_kind[grp.kind()];
       // Every member binds to this very group in the slot of its kind.
       for (int r : members) {
-        const int slot = grp.kind() == ir::TP ? kSlotTp : grp.kind() == ir::CP ? kSlotCp : grp.kind() == ir::DP ? kSlotDp : kSlotDpCp;
+        const int slot = grp.kind() == ir::TP                ? kSlotTp
+                         : grp.kind() == ir::CP              ? kSlotCp
+                         : grp.kind() == ir::DP              ? kSlotDp
+                         : grp.kind() == ir::EMBEDDING_GROUP ? kSlotEmbedding
+                         : grp.kind() == ir::MODEL_PARALLEL  ? kSlotGradNorm
+                                                             : kSlotDpCp;
         EXPECT_EQ(p.ranks(r).group(slot), g);
       }
     }
@@ -97,7 +106,9 @@ TEST(RankLayout, SingletonGroupsAreNotListed) {
     EXPECT_EQ(b.group(kSlotCp), -1);
     EXPECT_GE(b.group(kSlotDp), 0);
   }
-  EXPECT_EQ(p.groups_size(), 2);  // one DP group per pipeline stage, shared with dp_cp
+  // One DP group per pipeline stage (shared with dp_cp), and the four
+  // first/last-stage pairs, which are also the tp × pp gradient-norm groups.
+  EXPECT_EQ(p.groups_size(), 2 + 4);
 }
 
 // Per slot, the groups the ranks bind to partition the ranks (or the slot is
@@ -110,12 +121,14 @@ void expect_partition_per_slot_listed_once(const ParallelDims& d, const ir::Prog
     EXPECT_GT(members.size(), 1u) << label;
     EXPECT_TRUE(distinct.insert(members).second) << label << ": rank set listed twice";
   }
-  const std::array<int, kNumGroupSlots> size = {d.tp, d.cp, d.dp, d.cp * d.dp};
+  const std::array<int, kNumGroupSlots> size = {d.tp, d.cp, d.dp, d.cp * d.dp, d.pp > 1 ? 2 : 1, d.tp * d.pp};
   std::set<int> used;
   for (int slot = 0; slot < kNumGroupSlots; ++slot) {
     for (int r = 0; r < d.world(); ++r) {
       const int g = p.ranks(r).group(slot);
-      if (size[slot] == 1) {
+      // The embedding group binds the first and the last stage only.
+      const int stage = p.ranks(r).coord().pp();
+      if (size[slot] == 1 || (slot == kSlotEmbedding && stage != 0 && stage != d.pp - 1)) {
         EXPECT_EQ(g, -1) << label << " slot " << slot;
         continue;
       }
@@ -158,10 +171,11 @@ TEST(RankLayout, SlotsWithTheSameRankSetShareOneGroup) {
     }
   }
   // GPT-3 on 3,072 GPUs (TP 8 × CP 1 × DP 48 × PP 8): 384 TP groups + 64 DP
-  // groups, dp_cp bound to the DP ones rather than 64 more.
+  // groups, dp_cp bound to the DP ones rather than 64 more, 384 first/last
+  // stage embedding pairs and 48 tp × pp gradient-norm groups.
   const ParallelDims gpt3{8, 1, 48, 8};
   const ir::Program p = layout(gpt3, "tp-cp-dp-pp");
-  EXPECT_EQ(p.groups_size(), 3072 / 8 + 3072 / 48);
+  EXPECT_EQ(p.groups_size(), 3072 / 8 + 3072 / 48 + 8 * 48 + 48);
 }
 
 TEST(RankLayout, PeersAreCyclicAndConsistent) {

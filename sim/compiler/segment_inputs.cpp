@@ -9,6 +9,7 @@
 #include "sim/model/kernels.h"
 #include "sim/model/layer.h"
 #include "sim/model/layer_shape.h"
+#include "sim/scenario/execution.h"
 
 #ifndef LACUNA_VERSION
 #define LACUNA_VERSION "unknown"
@@ -87,14 +88,19 @@ StageInputs llm_stage_inputs(const scenario::LoadedScenario& scenario, const Pip
   base.overlap_param_gather = par.overlap_param_gather();
   base.ddp_bucket_size = std::max<int64_t>(par.ddp_bucket_size(), 0);  // 0: Megatron's default
   base.layer_activation_bytes = cost::layer_activation_bytes(activation_inputs(base.shape, base.recompute));
-  if (base.recompute == scenario::RECOMPUTE_FULL)
+  if (base.recompute == scenario::RECOMPUTE_FULL) {
     base.recompute_activation_bytes =
         cost::layer_activation_bytes(activation_inputs(base.shape, scenario::RECOMPUTE_NONE));
+    base.recompute_num_layers = std::max<int64_t>(par.recompute_num_layers(), 0);
+  }
+  base.execution = scenario::resolve_execution(scenario.spec, scenario.locations);
+  base.schedule_kind = scenario.spec.schedule().kind();
+  base.precision = scenario.spec.training().precision();
   return base;
 }
 
 ModuleWork encoder_work(const scenario::Scenario& spec, int e, int64_t samples, const model::ShardSpec& shard,
-                        scenario::Recompute recompute) {
+                        scenario::Recompute recompute, int64_t recompute_num_layers) {
   const bool frozen = spec.model().encoders(e).frozen();
   ModuleWork w;
   w.shape = model::encoder_layer_shape(spec, e, samples, shard);
@@ -127,6 +133,11 @@ ModuleWork encoder_work(const scenario::Scenario& spec, int e, int64_t samples, 
     w.layer_activation_bytes = cost::layer_activation_bytes(activation_inputs(w.shape, recompute));
     if (recompute == scenario::RECOMPUTE_FULL)
       w.recompute_activation_bytes = cost::layer_activation_bytes(activation_inputs(w.shape, scenario::RECOMPUTE_NONE));
+    if (recompute == scenario::RECOMPUTE_FULL && recompute_num_layers > 0) {
+      w.recompute_num_layers = recompute_num_layers;
+      w.layer_backward_plain = model::layer_backward(w.shape, scenario::RECOMPUTE_NONE);
+      w.layer_activation_bytes_plain = w.recompute_activation_bytes;
+    }
     w.post_activation_bytes += w.shape.sp_tokens() * w.shape.hidden * model::kBf16;
   }
   // Between pipeline stages hidden states travel sequence-sharded under SP.
@@ -150,8 +161,9 @@ void add_stage_classes(const scenario::LoadedScenario& scenario, const StageInpu
                   "reduce the microbatches per pipeline (global_batch / (micro_batch × dp)) or the layers per "
                   "pipeline rank (more pp, fewer layers)");
     StageProgram stage = build_stage_program(in);
+    const int64_t grad_bytes = base.execution.grad_reduce_in_fp32() ? 4 : 2;
     auto state = cost::model_state_bytes(stage.parameters - stage.frozen_parameters, base.dp_cp,
-                                         base.distributed_optimizer);
+                                         base.distributed_optimizer, grad_bytes);
     // Frozen weights: bf16 copies only (no gradient buffer, no optimizer).
     state.weights += cost::model_state_bytes(stage.frozen_parameters, base.dp_cp, base.distributed_optimizer).weights;
     auto* mem = stage.rank_class.mutable_memory();
@@ -173,8 +185,15 @@ void fill_program_info(const scenario::LoadedScenario& scenario, const PipelineP
   info.set_tokens_per_iteration(plan.global_batch * spec.model().llm().seq_length());
   info.set_model_flops_per_iteration(
       model::model_flops_per_iteration(base.shape, spec.model().llm().num_layers(), plan.global_batch));
+  // Block recompute repeats the first recompute_num_layers layers of each
+  // virtual stage.
+  int64_t recomputed_layers = -1;
+  if (base.recompute == scenario::RECOMPUTE_FULL && base.recompute_num_layers > 0) {
+    recomputed_layers = 0;
+    for (const LayerRange& r : base.stages) recomputed_layers += std::min(r.count, base.recompute_num_layers);
+  }
   info.set_hardware_flops_per_iteration(model::hardware_flops_per_iteration(
-      base.shape, spec.model().llm().num_layers(), plan.global_batch, par.recompute()));
+      base.shape, spec.model().llm().num_layers(), plan.global_batch, par.recompute(), recomputed_layers));
   const auto precision = spec.training().precision();  // validated: never UNSPECIFIED
   info.set_precision(precision);
   info.set_peak_flops_per_gpu(scenario::peak_flops_per_s(spec.cluster().gpu(), precision));
@@ -192,6 +211,8 @@ void fill_program_info(const scenario::LoadedScenario& scenario, const PipelineP
   info.set_sequence_parallel(base.shape.sequence_parallel);
   info.set_distributed_optimizer(base.distributed_optimizer);
   if (scenario.scale_down > 1) info.set_scale_down(scenario.scale_down);
+  *info.mutable_execution() = base.execution;
+  if (base.recompute_num_layers > 0) info.set_recompute_num_layers(base.recompute_num_layers);
 }
 
 }  // namespace lacuna::compiler

@@ -44,7 +44,7 @@ StageInputs llm_stage_inputs(const scenario::LoadedScenario& scenario, const Pip
 // after its last; frozen: forward only (the projector still trains) and no
 // activations kept for backward but the projector's.
 ModuleWork encoder_work(const scenario::Scenario& spec, int e, int64_t samples, const model::ShardSpec& shard,
-                        scenario::Recompute recompute);
+                        scenario::Recompute recompute, int64_t recompute_num_layers = 0);
 
 // Builds every pipeline rank's class from `base` and its schedule actions
 // (refusing classes estimated above the op limit) into `program`, each with

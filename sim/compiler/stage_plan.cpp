@@ -36,12 +36,19 @@ std::vector<LayerRange> plan_stages(const scenario::LoadedScenario& scenario) {
                   "make the entries sum to model.llm.num_layers");
     return ranges;
   }
-  if (layers % stages != 0)
+  const bool uneven = spec.parallel().has_first_stage_layers() || spec.parallel().has_last_stage_layers();
+  if (!uneven && layers % stages != 0)
     throw Error(scenario.locations.locate("model.llm.num_layers"),
                 std::to_string(layers) + " layers do not split evenly over " + std::to_string(stages) +
                     " virtual stages (pp × virtual_stages)",
                 "set parallel.layers_per_stage, or choose pp and virtual_stages dividing the layer count");
-  for (int64_t k = 0; k < stages; ++k) ranges[k] = {k * (layers / stages), layers / stages};
+  // Even, or Megatron's uneven first / last stage (validated).
+  const std::vector<int64_t> counts = scenario::layers_per_virtual_stage(spec);
+  int64_t first = 0;
+  for (int64_t k = 0; k < stages; ++k) {
+    ranges[k] = {first, counts[static_cast<size_t>(k)]};
+    first += counts[static_cast<size_t>(k)];
+  }
   return ranges;
 }
 

@@ -58,9 +58,7 @@ class Emitter {
 
   void kernel(const Kernel& k, OpContext ctx) {
     ctx.phase = k.phase;
-    take_pending(ctx, [&](const Pending& p) {
-      return p.consumer == ir::ROLE_UNSPECIFIED ? k.phase != ir::BACKWARD_WEIGHT : p.consumer == k.role;
-    });
+    take_pending(ctx, [&](const Pending& p) { return p.consumer.matches(k); });
     *b_.add(StreamId::kCompute, ctx)->mutable_compute() = model::to_compute(k);
   }
 
@@ -68,6 +66,13 @@ class Emitter {
   // send or the next pass, needs all of it).
   void flush(const OpContext& ctx) {
     take_pending(ctx, [](const Pending&) { return true; });
+  }
+
+  // A TP / CP collective the compute stream waits for at once (a synchronous
+  // torch.distributed call on the compute path).
+  void collective_now(const CommPoint& c, const OpContext& ctx) {
+    comm(c, ctx);
+    flush(ctx);
   }
 
   void add_memory(int32_t compute_index, int64_t delta) {
@@ -78,7 +83,7 @@ class Emitter {
 
  private:
   struct Pending {
-    ir::KernelRole consumer;
+    model::Consumer consumer;
     EventId event;
     int64_t value;
   };
@@ -184,6 +189,11 @@ ModuleWork llm_module_work(const StageInputs& in) {
   w.layer_activation_bytes = in.layer_activation_bytes;
   w.recompute_activation_bytes = in.recompute_activation_bytes;
   w.post_activation_bytes = model::head_activation_bytes(s);
+  if (in.recompute == scenario::RECOMPUTE_FULL && in.recompute_num_layers > 0) {
+    w.recompute_num_layers = in.recompute_num_layers;
+    w.layer_backward_plain = model::layer_backward(s, scenario::RECOMPUTE_NONE);
+    w.layer_activation_bytes_plain = in.recompute_activation_bytes;  // what a layer keeps without recompute
+  }
   return w;
 }
 
@@ -305,6 +315,8 @@ StageProgram build_stage_program(const StageInputs& in) {
   const int32_t v = in.pipeline.virtual_stages, m = in.pipeline.microbatches;
   const int32_t num_vs = num_virtual_stages(in);
   const bool p2p = in.pipeline.pp > 1;
+  const scenario::Execution& x = in.execution;
+  const model::LayerShape& shape = in.shape;
   const ModuleWork llm = llm_module_work(in);
   std::vector<const ModuleWork*> modules{&llm};
   for (const ModuleWork& w : in.encoders) modules.push_back(&w);
@@ -319,35 +331,103 @@ StageProgram build_stage_program(const StageInputs& in) {
     boundary_bytes[k] = boundary_p2p_bytes(in, k);
     boundary_module[k] = segments[k].empty() ? 0 : segments[k].back().module;
   }
+  // Megatron-LM 2021–2022's scatter-gather (without SP): each TP rank sends
+  // its 1/tp of the message, and the receiver all-gathers it over TP inside
+  // the same p2p call (docs/compiler.md#pipeline-p2p).
+  const bool scatter_gather = x.pipeline_scatter_gather() && !shape.sequence_parallel && shape.tp > 1;
+  auto wire_bytes = [&](int32_t boundary) {
+    const int64_t full = boundary_bytes[boundary];
+    return scatter_gather && full % shape.tp == 0 ? full / shape.tp : full;
+  };
+  auto gather_received = [&](int32_t boundary, const OpContext& ctx) {
+    if (!scatter_gather || boundary_bytes[boundary] % shape.tp != 0) return;
+    ModuleStamp stamp(b);
+    CommPoint c;
+    c.group = model::CommGroup::kTp;
+    c.kind = ir::ALL_GATHER;
+    c.bytes = boundary_bytes[boundary];
+    c.phase = ctx.phase;
+    e.collective_now(c, ctx);
+    stamp.apply(boundary_module[boundary]);
+  };
   auto tag = [&](int64_t direction, int64_t receiver_stage, int64_t mb) {
     return (direction * num_vs + receiver_stage) * m + mb;
   };
-  // Channel 0 carries activations to pp_next, channel 1 gradients to pp_prev;
-  // each direction has its own send and receive stream (rendezvous sends block
-  // their stream) and the compute stream waits on the receive's record.
+  auto set_p2p = [&](auto* msg, int32_t peer_slot, int32_t boundary, int32_t channel, int64_t tag_value) {
+    msg->set_peer_slot(peer_slot);
+    msg->set_bytes(wire_bytes(boundary));
+    msg->set_channel(channel);
+    msg->set_tag(tag_value);
+  };
+  // Overlapped p2p: channel 0 carries activations to pp_next, channel 1
+  // gradients to pp_prev; each direction has its own send and receive stream
+  // (rendezvous sends block their stream). Receives are posted ahead, in the
+  // order compute consumes them, and waited for right before the pass;
+  // sends never block compute.
   auto receive_into_compute = [&](StreamId stream, EventId event, int32_t peer_slot, int32_t channel,
                                   int64_t tag_value, int32_t boundary, const OpContext& ctx) {
     ModuleStamp stamp(b);
-    auto* r = b.add(stream, ctx)->mutable_recv();
-    r->set_peer_slot(peer_slot);
-    r->set_bytes(boundary_bytes[boundary]);
-    r->set_channel(channel);
-    r->set_tag(tag_value);
+    set_p2p(b.add(stream, ctx)->mutable_recv(), peer_slot, boundary, channel, tag_value);
     b.wait(StreamId::kCompute, event, b.record(stream, event, ctx), ctx);
     stamp.apply(boundary_module[boundary]);
+    gather_received(boundary, ctx);
   };
   auto send_from_compute = [&](StreamId stream, EventId event, int32_t peer_slot, int32_t channel,
                                int64_t tag_value, int32_t boundary, const OpContext& ctx) {
     ModuleStamp stamp(b);
     b.wait(stream, event, b.record(StreamId::kCompute, event, ctx), ctx);
-    auto* snd = b.add(stream, ctx)->mutable_send();
-    snd->set_peer_slot(peer_slot);
-    snd->set_bytes(boundary_bytes[boundary]);
-    snd->set_channel(channel);
-    snd->set_tag(tag_value);
+    set_p2p(b.add(stream, ctx)->mutable_send(), peer_slot, boundary, channel, tag_value);
     stamp.apply(boundary_module[boundary]);
   };
+
+  // Blocking p2p (Megatron's batch_isend_irecv + wait + synchronize): at
+  // each call of its schedule (sim/schedule/p2p_calls.h) the compute stream
+  // records once, every send and receive of the call starts on its stream
+  // after that record, compute waits for all of them, and the host waits for
+  // the GPU before issuing anything else.
+  const bool blocking = p2p && x.pipeline_p2p() == scenario::P2P_BLOCKING;
+  std::vector<std::vector<schedule::P2pCall>> calls_after(in.actions.size() + 1);  // [after + 1]
+  if (blocking)
+    for (schedule::P2pCall& call : schedule::blocking_p2p_calls(in.schedule_kind, in.pipeline, in.pp_rank, in.actions))
+      calls_after[static_cast<size_t>(call.after + 1)].push_back(std::move(call));
+  auto emit_call = [&](const schedule::P2pCall& call) {
+    const OpContext call_ctx{ir::FORWARD, 0, 0, -1};
+    const int64_t go = b.record(StreamId::kCompute, EventId::kComputeToP2p, call_ctx);
+    std::vector<std::pair<EventId, int64_t>> done;
+    std::vector<std::pair<int32_t, OpContext>> received;  // boundary, context
+    auto transfer = [&](int32_t action, bool send) {
+      const schedule::Action& a = in.actions[static_cast<size_t>(action)];
+      const int32_t vs = schedule::virtual_stage(in.pipeline, in.pp_rank, a.chunk);
+      const bool forward = a.pass == Pass::kForward;
+      OpContext ctx{forward ? ir::FORWARD : ir::BACKWARD_INPUT, a.microbatch, a.chunk, -1};
+      // Forward: receive from pp_prev (boundary vs − 1), send to pp_next
+      // (boundary vs); backward the reverse, on channel 1.
+      const int32_t boundary = forward == send ? vs : vs - 1;
+      const int32_t peer = forward == send ? kSlotPpNext : kSlotPpPrev;
+      const int32_t channel = forward ? 0 : 1;
+      const int64_t tag_value = forward ? tag(0, send ? vs + 1 : vs, a.microbatch) : tag(1, send ? vs - 1 : vs, a.microbatch);
+      const StreamId stream = send ? (forward ? StreamId::kSendFwd : StreamId::kSendBwd)
+                                   : (forward ? StreamId::kRecvFwd : StreamId::kRecvBwd);
+      const EventId back = send ? (forward ? EventId::kSendFwdToCompute : EventId::kSendBwdToCompute)
+                                : (forward ? EventId::kRecvFwdToCompute : EventId::kRecvBwdToCompute);
+      ModuleStamp stamp(b);
+      b.wait(stream, EventId::kComputeToP2p, go, ctx);
+      if (send)
+        set_p2p(b.add(stream, ctx)->mutable_send(), peer, boundary, channel, tag_value);
+      else
+        set_p2p(b.add(stream, ctx)->mutable_recv(), peer, boundary, channel, tag_value);
+      done.emplace_back(back, b.record(stream, back, ctx));
+      stamp.apply(boundary_module[boundary]);
+      if (!send) received.emplace_back(boundary, ctx);
+    };
+    for (int32_t i : call.sends) transfer(i, true);
+    for (int32_t i : call.recvs) transfer(i, false);
+    for (const auto& [event, value] : done) b.wait(StreamId::kCompute, event, value, call_ctx);
+    b.host_sync_next();
+    for (const auto& [boundary, ctx] : received) gather_received(boundary, ctx);
+  };
   const bool dp_ops = in.dp_cp > 1;
+  const bool first_pp = in.pp_rank == 0, last_pp = in.pp_rank == in.pipeline.pp - 1;
 
   std::vector<int32_t> first_forward(v, -1), last_backward(v, -1);
   for (int32_t i = 0; i < static_cast<int32_t>(in.actions.size()); ++i) {
@@ -359,43 +439,140 @@ StageProgram build_stage_program(const StageInputs& in) {
   std::vector<int32_t> reduce_order(v);
   std::iota(reduce_order.begin(), reduce_order.end(), 0);
   std::stable_sort(reduce_order.begin(), reduce_order.end(),
-                   [&](int32_t x, int32_t y) { return last_backward[x] < last_backward[y]; });
+                   [&](int32_t x_, int32_t y_) { return last_backward[x_] < last_backward[y_]; });
 
   int64_t dp_records = 0;
   const OpContext dp_ctx{ir::DP_SYNC, 0, 0, -1};
-  auto dp_collective = [&](ir::CollectiveKind kind, int32_t chunk, int64_t bytes, int32_t module) {
-    OpContext ctx = dp_ctx;
+  auto dp_collective = [&](ir::CollectiveKind kind, int32_t slot, int32_t chunk, int64_t bytes, int32_t module,
+                           const OpContext& base_ctx) {
+    OpContext ctx = base_ctx;
     ctx.chunk = chunk;
     ModuleStamp stamp(b);
     auto* c = b.add(StreamId::kDp, ctx)->mutable_collective();
     c->set_kind(kind);
-    c->set_group_slot(kSlotDpCp);
+    c->set_group_slot(slot);
     c->set_bytes(bytes);
     dp_records = b.record(StreamId::kDp, EventId::kDpToCompute, ctx);
     stamp.apply(module);
   };
-  // Gradients are reduced in fp32 (Megatron's main_grad buffer, 4 B/param);
-  // parameters gathered in bf16 (2 B/param).
+  // A collective that the compute stream hands off and then waits for at
+  // once: the small synchronous torch.distributed calls (the loss reported per
+  // microbatch, the tied embedding's gradients, the gradient norm and the step
+  // statistics) run on the sync stream, apart from the DP buckets.
+  auto sync_now = [&](ir::CollectiveKind kind, int32_t slot, int64_t bytes, const OpContext& ctx) {
+    const int64_t n = b.record(StreamId::kCompute, EventId::kComputeToSync, ctx);
+    b.wait(StreamId::kSync, EventId::kComputeToSync, n, ctx);
+    auto* c = b.add(StreamId::kSync, ctx)->mutable_collective();
+    c->set_kind(kind);
+    c->set_group_slot(slot);
+    c->set_bytes(bytes);
+    b.wait(StreamId::kCompute, EventId::kSyncToCompute, b.record(StreamId::kSync, EventId::kSyncToCompute, ctx), ctx);
+  };
+  // Gradients are reduced in fp32 (Megatron's main_grad buffer, 4 B/param)
+  // unless the execution reduces them in the training precision (fp16's
+  // default: 2 B/param); parameters gathered in bf16 (2 B/param).
+  const int64_t grad_bytes = x.grad_reduce_in_fp32() ? model::kFp32 : model::kBf16;
   // DP buckets per chunk, gradient-ready order (bucket 0 holds the last layers).
   std::vector<std::vector<DpBucket>> buckets(v);
   for (int32_t c = 0; c < v; ++c) buckets[c] = dp_buckets(in, schedule::virtual_stage(in.pipeline, in.pp_rank, c));
   auto bucket_reduction = [&](int32_t chunk, const DpBucket& bucket) {
-    dp_collective(in.distributed_optimizer ? ir::REDUCE_SCATTER : ir::ALL_REDUCE, chunk,
-                  bucket.parameters * model::kFp32, bucket.module);
+    dp_collective(in.distributed_optimizer ? ir::REDUCE_SCATTER : ir::ALL_REDUCE, kSlotDpCp, chunk,
+                  bucket.parameters * grad_bytes, bucket.module, dp_ctx);
+  };
+  // --check-for-nan-in-loss-and-grad: before a bucket's reduction the host
+  // reads its norm (isnan, isinf): a reduction kernel over the bucket, then
+  // the host waits for it.
+  auto bucket_nan_check = [&](const DpBucket& bucket) {
+    if (!x.nan_check()) return;
+    ModuleStamp stamp(b);
+    model::Kernel k = model::grad_norm(bucket.parameters);
+    k.phase = ir::DP_SYNC;
+    e.kernel(k, dp_ctx);
+    b.host_sync_next();
+    stamp.apply(bucket.module);
+  };
+  // Hands buckets to the DP stream after the compute stream's work so far.
+  auto hand_off = [&](const std::vector<const DpBucket*>& group, int32_t chunk) {
+    for (const DpBucket* bk : group) bucket_nan_check(*bk);
+    const int64_t n = b.record(StreamId::kCompute, EventId::kComputeToDp, dp_ctx);
+    b.wait(StreamId::kDp, EventId::kComputeToDp, n, dp_ctx);
+    for (const DpBucket* bk : group) bucket_reduction(chunk, *bk);
   };
   // Parameter gathers go out at iteration start, chunk by chunk and bucket by
   // bucket in forward order; gathered[c][k] is the kDpToCompute value after
   // bucket k's gather.
   std::vector<std::vector<int64_t>> gathered(v);
+  // The fp32 gradient buffer is zeroed at the start of train_step
+  // (zero_grad_buffer), one memset per module's buffer: gradient-sync
+  // housekeeping (phase DP_SYNC), ahead of every pass.
+  {
+    std::vector<int64_t> trained_by_module(modules.size(), 0);
+    for (int32_t c = 0; c < v; ++c)
+      for (const Segment& seg : segments[schedule::virtual_stage(in.pipeline, in.pp_rank, c)])
+        trained_by_module[static_cast<size_t>(seg.module)] += segment_parameters(in, seg, true);
+    const OpContext zero_ctx{ir::DP_SYNC, 0, 0, -1};
+    for (size_t mod = 0; mod < modules.size(); ++mod) {
+      if (trained_by_module[mod] <= 0) continue;
+      ModuleStamp stamp(b);
+      e.kernel(model::grad_zero(trained_by_module[mod], grad_bytes), zero_ctx);
+      stamp.apply(static_cast<int32_t>(mod));
+    }
+  }
   if (dp_ops && in.distributed_optimizer)
     for (int32_t c = 0; c < v; ++c) {
       gathered[c].resize(buckets[c].size());
       for (size_t k = buckets[c].size(); k-- > 0;) {
-        dp_collective(ir::ALL_GATHER, c, buckets[c][k].parameters * model::kBf16, buckets[c][k].module);
+        dp_collective(ir::ALL_GATHER, kSlotDpCp, c, buckets[c][k].parameters * model::kBf16, buckets[c][k].module,
+                      dp_ctx);
         gathered[c][k] = dp_records;
       }
     }
 
+  // Each microbatch's batch reaches the TP ranks (docs/compiler.md#data):
+  // Megatron-LM 2021–2022 broadcasts the int64 tokens on every stage after a
+  // size exchange the host reads; Megatron-core broadcasts the first and
+  // last stage's tensors, the data loader's [b, 1, s, s] attention mask
+  // among them.
+  const int64_t tokens = shape.micro_batch * shape.seq_length;
+  auto broadcast_batch = [&](const OpContext& ctx) {
+    auto broadcast = [&](int64_t bytes) {
+      if (shape.tp <= 1 || bytes <= 0) return;
+      CommPoint c;
+      c.group = model::CommGroup::kTp;
+      c.kind = ir::BROADCAST;
+      c.bytes = bytes;
+      c.phase = ctx.phase;
+      e.collective_now(c, ctx);
+    };
+    if (x.batch_broadcast() == scenario::BROADCAST_TOKENS) {
+      broadcast(8 * 8);  // the key sizes (a few int64)
+      b.host_sync_next();  // read on the host (.cpu())
+      broadcast((tokens + shape.micro_batch) * 8);  // text: b × (s + 1) int64
+      return;
+    }
+    if (x.batch_broadcast() != scenario::BROADCAST_TENSORS_WITH_MASK || !(first_pp || last_pp)) return;
+    const int64_t mask = shape.micro_batch * shape.seq_length * shape.seq_length;  // bool [b, 1, s, s]
+    if (first_pp) {
+      broadcast(tokens * 8);  // tokens
+      broadcast(mask);
+      broadcast(tokens * 8);  // position ids
+    }
+    if (last_pp) {
+      broadcast(tokens * 8);  // labels
+      broadcast(tokens * 4);  // loss mask (fp32)
+      if (!first_pp) broadcast(mask);
+    }
+  };
+  // The last stage reduces each microbatch's loss over DP for reporting
+  // (Megatron's average_losses_across_data_parallel_group / reporting_loss:
+  // two fp32), and with NaN checks the host reads it twice.
+  auto after_loss = [&](const OpContext& ctx) {
+    if (dp_ops) sync_now(ir::ALL_REDUCE, kSlotDpCp, 2 * model::kFp32, ctx);
+    if (x.nan_check()) b.host_sync_next();
+  };
+
+  if (blocking)
+    for (const schedule::P2pCall& call : calls_after[0]) emit_call(call);
   for (int32_t i = 0; i < static_cast<int32_t>(in.actions.size()); ++i) {
     const auto& a = in.actions[i];
     const int32_t vs = schedule::virtual_stage(in.pipeline, in.pp_rank, a.chunk);
@@ -407,6 +584,11 @@ StageProgram build_stage_program(const StageInputs& in) {
       c.layer = static_cast<int32_t>(layer);
       return c;
     };
+    // Block recompute (recompute_num_layers): only the first N layers of a
+    // module in this virtual stage recompute.
+    auto recomputes = [&](const ModuleWork& w, const Segment& seg, int64_t l) {
+      return w.recompute_num_layers <= 0 || l - seg.first < w.recompute_num_layers;
+    };
     if (a.pass == Pass::kForward) {
       // Overlapped: the chunk's first forward waits for each bucket's gather
       // right before the bucket's first layer (the first bucket: before the
@@ -415,14 +597,18 @@ StageProgram build_stage_program(const StageInputs& in) {
       const bool gather_waits =
           dp_ops && in.distributed_optimizer && in.overlap_param_gather && i == first_forward[a.chunk];
       const auto& fwd_buckets = buckets[a.chunk];
+      // Without overlap the gathers belong to the previous step (Megatron
+      // gathers synchronously inside optimizer.step()); with it, get_batch
+      // runs first and the first module's forward pre-hook then waits.
+      if (dp_ops && in.distributed_optimizer && !in.overlap_param_gather && i == 0)
+        b.wait(StreamId::kCompute, EventId::kDpToCompute, dp_records, ctx);
+      broadcast_batch(ctx);
       if (gather_waits && !fwd_buckets.empty()) {
         ModuleStamp stamp(b);
         b.wait(StreamId::kCompute, EventId::kDpToCompute, gathered[a.chunk][fwd_buckets.size() - 1], ctx);
         stamp.apply(fwd_buckets.back().module);
       }
-      if (dp_ops && in.distributed_optimizer && !in.overlap_param_gather && i == 0)
-        b.wait(StreamId::kCompute, EventId::kDpToCompute, dp_records, ctx);
-      if (p2p && vs > 0) {
+      if (p2p && !blocking && vs > 0) {
         receive_into_compute(StreamId::kRecvFwd, EventId::kRecvFwdToCompute, kSlotPpPrev, 0,
                              tag(0, vs, a.microbatch), vs - 1, ctx);
       }
@@ -443,15 +629,17 @@ StageProgram build_stage_program(const StageInputs& in) {
         for (int64_t l = seg.first; l < seg.first + seg.count; ++l) {
           wait_gathers(l);
           if (l == seg.first && seg.pre) e.emit(w.pre_forward, Filter::kAll, ctx);
-          e.add_memory(e.emit(w.layer_forward, Filter::kAll, layer_ctx(l)).last, w.layer_activation_bytes);
+          const int64_t kept = recomputes(w, seg, l) ? w.layer_activation_bytes : w.layer_activation_bytes_plain;
+          e.add_memory(e.emit(w.layer_forward, Filter::kAll, layer_ctx(l)).last, kept);
         }
         if (seg.post) e.add_memory(e.emit(w.post_forward, Filter::kAll, ctx).last, w.post_activation_bytes);
         // A segment's collectives complete inside it: the next module (or the
         // send) consumes its whole output.
         e.flush(ctx);
+        if (seg.post && seg.module == 0) after_loss(ctx);
         stamp.apply(seg.module);
       }
-      if (p2p && vs < num_vs - 1) {
+      if (p2p && !blocking && vs < num_vs - 1) {
         send_from_compute(StreamId::kSendFwd, EventId::kComputeToSendFwd, kSlotPpNext, 0,
                           tag(0, vs + 1, a.microbatch), vs, ctx);
       }
@@ -462,7 +650,7 @@ StageProgram build_stage_program(const StageInputs& in) {
       const Filter filter = a.pass == Pass::kBackward        ? Filter::kAll
                             : a.pass == Pass::kBackwardInput ? Filter::kInputOnly
                                                              : Filter::kWeightOnly;
-      if (p2p && produces_grad && vs < num_vs - 1) {
+      if (p2p && !blocking && produces_grad && vs < num_vs - 1) {
         receive_into_compute(StreamId::kRecvBwd, EventId::kRecvBwdToCompute, kSlotPpNext, 1,
                              tag(1, vs, a.microbatch), vs, ctx);
       }
@@ -476,12 +664,11 @@ StageProgram build_stage_program(const StageInputs& in) {
         const Segment& seg = segs[si];
         const ModuleWork& w = work(seg);
         ModuleStamp stamp(b);
-        auto hand_off = [&](int64_t l) {
+        auto hand_off_at = [&](int64_t l) {
           if (reduces && reduced + 1 < bwd_buckets.size() && bwd_buckets[reduced].segment == si &&
               bwd_buckets[reduced].first_layer == l) {
-            const int64_t n = b.record(StreamId::kCompute, EventId::kComputeToDp, dp_ctx);
-            b.wait(StreamId::kDp, EventId::kComputeToDp, n, dp_ctx);
-            bucket_reduction(a.chunk, bwd_buckets[reduced++]);
+            hand_off({&bwd_buckets[reduced]}, a.chunk);
+            ++reduced;
           }
         };
         if (seg.post) {
@@ -491,40 +678,55 @@ StageProgram build_stage_program(const StageInputs& in) {
         // A frozen module's layers and pre run no backward at all.
         if (seg.count <= 0) {
           if (seg.pre && !w.frozen) e.emit(w.pre_backward, filter, ctx);
-          hand_off(seg.first);
+          hand_off_at(seg.first);
         }
         for (int64_t l = seg.first + seg.count - 1; l >= seg.first; --l) {
           if (!w.frozen) {
-            const auto out = e.emit(w.layer_backward, filter, layer_ctx(l));
-            e.add_memory(out.last_recompute, w.recompute_activation_bytes);
-            if (finishes) e.add_memory(out.last, -(w.layer_activation_bytes + w.recompute_activation_bytes));
+            const bool full = recomputes(w, seg, l);
+            const auto out = e.emit(full ? w.layer_backward : w.layer_backward_plain, filter, layer_ctx(l));
+            if (full) e.add_memory(out.last_recompute, w.recompute_activation_bytes);
+            const int64_t held = full ? w.layer_activation_bytes + w.recompute_activation_bytes
+                                      : w.layer_activation_bytes_plain;
+            if (finishes) e.add_memory(out.last, -held);
             if (l == seg.first && seg.pre) e.emit(w.pre_backward, filter, ctx);
           }
-          hand_off(l);
+          hand_off_at(l);
         }
         e.flush(ctx);
         stamp.apply(seg.module);
       }
-      if (p2p && produces_grad && vs > 0) {
+      if (p2p && !blocking && produces_grad && vs > 0) {
         send_from_compute(StreamId::kSendBwd, EventId::kComputeToSendBwd, kSlotPpPrev, 1,
                           tag(1, vs - 1, a.microbatch), vs - 1, ctx);
       }
       if (reduces && reduced < bwd_buckets.size()) {
-        const int64_t n = b.record(StreamId::kCompute, EventId::kComputeToDp, dp_ctx);
-        b.wait(StreamId::kDp, EventId::kComputeToDp, n, dp_ctx);
-        for (; reduced < bwd_buckets.size(); ++reduced) bucket_reduction(a.chunk, bwd_buckets[reduced]);
+        std::vector<const DpBucket*> rest;
+        for (; reduced < bwd_buckets.size(); ++reduced) rest.push_back(&bwd_buckets[reduced]);
+        hand_off(rest, a.chunk);
       }
     }
+    if (blocking)
+      for (const schedule::P2pCall& call : calls_after[static_cast<size_t>(i + 1)]) emit_call(call);
   }
   if (dp_ops && !in.overlap_grad_reduce) {
+    // finalize_model_grads: every chunk's buckets, synchronously, after the
+    // last backward.
+    std::vector<const DpBucket*> all;
+    std::vector<int32_t> chunk_of;
+    for (int32_t c : reduce_order)
+      for (const DpBucket& bucket : buckets[c]) {
+        all.push_back(&bucket);
+        chunk_of.push_back(c);
+      }
+    for (const DpBucket* bk : all) bucket_nan_check(*bk);
     const int64_t n = b.record(StreamId::kCompute, EventId::kComputeToDp, dp_ctx);
     b.wait(StreamId::kDp, EventId::kComputeToDp, n, dp_ctx);
-    for (int32_t c : reduce_order)
-      for (const DpBucket& bucket : buckets[c]) bucket_reduction(c, bucket);
+    for (size_t k = 0; k < all.size(); ++k) bucket_reduction(chunk_of[k], *all[k]);
   }
   // Parameters held and trained, per module (index = Op.module).
   int64_t parameters = 0, trained = 0;
   std::vector<int64_t> trained_by_module(modules.size(), 0);
+  int64_t sp_norm_parameters = 0;  // SP: norm weights whose gradients are partial per TP rank
   for (int32_t c = 0; c < v; ++c) {
     const int32_t vs = schedule::virtual_stage(in.pipeline, in.pp_rank, c);
     for (const Segment& seg : segments[vs]) {
@@ -532,21 +734,70 @@ StageProgram build_stage_program(const StageInputs& in) {
       const int64_t t = segment_parameters(in, seg, true);
       trained += t;
       trained_by_module[static_cast<size_t>(seg.module)] += t;
+      if (seg.module == 0)
+        sp_norm_parameters += seg.count * model::layer_sp_parameters(shape) +
+                              (seg.post ? model::final_norm_parameters(shape) : 0);
     }
   }
   const OpContext opt_ctx{ir::OPTIMIZER_STEP, 0, 0, -1};
   if (dp_ops) b.wait(StreamId::kCompute, EventId::kDpToCompute, dp_records, opt_ctx);
+  // finalize_model_grads after the DP reduction (docs/compiler.md#optimizer-step):
+  // with SP the norms' gradients all-reduced over TP (each rank saw its
+  // sequence shard); with tied embeddings and pp > 1 the word embedding's
+  // gradient all-reduced between the first and last stage.
+  if (shape.sequence_parallel && shape.tp > 1 && sp_norm_parameters > 0) {
+    CommPoint c;
+    c.group = model::CommGroup::kTp;
+    c.kind = ir::ALL_REDUCE;
+    c.bytes = sp_norm_parameters * grad_bytes;
+    c.phase = ir::OPTIMIZER_STEP;
+    e.collective_now(c, opt_ctx);
+  }
+  // The embedding group is Megatron's: the first and the last pipeline rank
+  // (rank_layout.h), whichever virtual stages hold the tables.
+  if (p2p && !shape.untied_output && (first_pp || last_pp))
+    sync_now(ir::ALL_REDUCE, kSlotEmbedding, shape.vocab_per_rank() * shape.hidden * grad_bytes, opt_ctx);
   // With the distributed optimizer each rank updates its 1/(dp·cp) shard.
-  // One Adam kernel per module (each a multi-tensor apply over its own
-  // parameters), so that encoder work stays attributable; frozen weights are
-  // not updated.
+  // Per module (each a multi-tensor apply over its own parameters, so that
+  // encoder work stays attributable; frozen weights are not updated), in
+  // Megatron's order: fp16 gradients copied to fp32 main gradients; with a
+  // loss scale (fp16) unscale and the found-inf all-reduce read on the host;
+  // the gradient norm's local reduction, its all-reduce read on the host, the
+  // clip; Adam; the fp32 → bf16 copy of the master weights.
   auto updated = [&](int64_t p) { return in.distributed_optimizer ? (p + in.dp_cp - 1) / in.dp_cp : p; };
-  if (in.encoders.empty() || trained_by_module[0] > 0) e.kernel(model::adam_step(updated(trained_by_module[0])), opt_ctx);
-  for (size_t mod = 1; mod < modules.size(); ++mod) {
-    if (trained_by_module[mod] <= 0) continue;
-    ModuleStamp stamp(b);
-    e.kernel(model::adam_step(updated(trained_by_module[mod])), opt_ctx);
-    stamp.apply(static_cast<int32_t>(mod));
+  auto per_module = [&](auto make) {
+    for (size_t mod = 0; mod < modules.size(); ++mod) {
+      if (trained_by_module[mod] <= 0 && !(mod == 0 && in.encoders.empty())) continue;
+      ModuleStamp stamp(b);
+      for (const model::Kernel& k : make(updated(trained_by_module[mod]))) e.kernel(k, opt_ctx);
+      stamp.apply(static_cast<int32_t>(mod));
+    }
+  };
+  // The gradient statistics group (rank_layout.h, kSlotGradNorm): every rank
+  // with the distributed optimizer, else the tp × pp model-parallel ranks.
+  const int64_t world = shape.tp * in.dp_cp * in.pipeline.pp;
+  const bool stats_group = in.distributed_optimizer ? world > 1 : shape.tp * in.pipeline.pp > 1;
+  auto grad_stats_all_reduce = [&]() {
+    if (stats_group) sync_now(ir::ALL_REDUCE, kSlotGradNorm, model::kFp32, opt_ctx);
+    b.host_sync_next();  // .item()
+  };
+  if (!x.grad_reduce_in_fp32())
+    per_module([](int64_t p) { return std::vector<model::Kernel>{model::grad_to_fp32(p)}; });
+  if (in.precision == scenario::FP16) {
+    per_module([](int64_t p) { return std::vector<model::Kernel>{model::grad_unscale(p)}; });
+    grad_stats_all_reduce();
+  }
+  if (x.clip_grad() > 0) {
+    per_module([](int64_t p) { return std::vector<model::Kernel>{model::grad_norm(p)}; });
+    grad_stats_all_reduce();
+    per_module([](int64_t p) { return std::vector<model::Kernel>{model::grad_clip(p)}; });
+  }
+  per_module([](int64_t p) { return std::vector<model::Kernel>{model::adam_step(p), model::param_copy(p)}; });
+  // Megatron-core reduces two step statistics over the model-parallel ranks
+  // and reads each on the host (training.py: update_successful, grad norm).
+  if (x.step_stats_sync()) {
+    grad_stats_all_reduce();
+    grad_stats_all_reduce();
   }
 
   StageProgram out;

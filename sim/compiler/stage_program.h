@@ -10,6 +10,7 @@
 #include "sim/model/layer.h"
 #include "sim/model/layer_shape.h"
 #include "sim/proto/program.pb.h"
+#include "sim/schedule/p2p_calls.h"
 #include "sim/schedule/schedule.h"
 
 namespace lacuna::compiler {
@@ -25,6 +26,13 @@ struct ModuleWork {
   // optimizer state, not reduced); `post` still trains (the projector).
   bool frozen = false;
   std::vector<model::Step> layer_forward, layer_backward;  // backward with the recompute mode's re-forward
+  // With RECOMPUTE_FULL and recompute_num_layers = N > 0 (Megatron's block
+  // method): only the first N layers of the module in each virtual stage run
+  // layer_backward; the others run layer_backward_plain and keep
+  // layer_activation_bytes_plain.
+  int64_t recompute_num_layers = 0;
+  std::vector<model::Step> layer_backward_plain;
+  int64_t layer_activation_bytes_plain = 0;
   std::vector<model::Step> pre_forward, pre_backward;      // before layer 0 (patch embedding)
   std::vector<model::Step> post_forward, post_backward;    // after the last layer (final norm + projector)
   // Parameters held on this rank; post_frozen_parameters of post's are not
@@ -75,6 +83,12 @@ struct StageInputs {
   // virtual stage 0, head on the last).
   std::vector<ModuleWork> encoders;
   std::vector<std::vector<Segment>> segments;
+  // RECOMPUTE_FULL, block method: layers recomputed per model chunk (0: all).
+  int64_t recompute_num_layers = 0;
+  // Execution semantics (docs/compiler.md#execution), resolved.
+  scenario::Execution execution;
+  scenario::ScheduleKind schedule_kind = scenario::ONE_F_ONE_B;
+  scenario::Precision precision = scenario::BF16;
 };
 
 struct StageProgram {

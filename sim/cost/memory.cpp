@@ -62,12 +62,12 @@ int64_t layer_activation_bytes(const LayerActivationInputs& in) {
   return ceil_div(over_t, t);
 }
 
-ModelStateBytes model_state_bytes(int64_t parameters, int64_t dp, bool distributed_optimizer) {
+ModelStateBytes model_state_bytes(int64_t parameters, int64_t dp, bool distributed_optimizer, int64_t grad_bytes) {
   if (parameters < 0) throw Error("model state: negative parameter count " + std::to_string(parameters));
   if (dp < 1) throw Error("model state: data-parallel size must be at least 1, got " + std::to_string(dp));
   ModelStateBytes out;
   out.weights = 2 * parameters;    // bf16/fp16 weights
-  out.gradients = 4 * parameters;  // fp32 main-grad buffer (Megatron-LM)
+  out.gradients = grad_bytes * parameters;  // main-grad buffer (Megatron-LM: fp32 for bf16)
   const int64_t optimizer = 12 * parameters;  // fp32 master copy + Adam m + v
   out.optimizer = distributed_optimizer ? ceil_div(optimizer, dp) : optimizer;
   return out;

@@ -31,12 +31,15 @@ int64_t layer_activation_bytes(const LayerActivationInputs& in);
 
 struct ModelStateBytes {
   int64_t weights = 0;    // 16-bit weights
-  int64_t gradients = 0;  // fp32 gradient buffer
+  int64_t gradients = 0;  // gradient buffer (fp32 main_grad unless kept in fp16)
   int64_t optimizer = 0;  // fp32 master weights + Adam m, v (sharded over DP with ZeRO-1)
 };
 
 // Model state of a rank holding `parameters` parameters, replicated over `dp`
 // data-parallel ranks (dp here includes CP, which also replicates weights).
-ModelStateBytes model_state_bytes(int64_t parameters, int64_t dp, bool distributed_optimizer);
+// `grad_bytes`: bytes per parameter of the gradient buffer (4: fp32
+// main_grad; 2 when gradients are kept in fp16).
+ModelStateBytes model_state_bytes(int64_t parameters, int64_t dp, bool distributed_optimizer,
+                                  int64_t grad_bytes = 4);
 
 }  // namespace lacuna::cost

@@ -5,7 +5,23 @@ namespace {
 
 int64_t norm_parameters(const LayerShape& s) { return (s.norm == scenario::RMSNORM ? 1 : 2) * s.hidden; }
 
+// Keys each query is counted against in model FLOPs: the whole sequence (the
+// Megatron / SAR convention counts the full s × s square, causal or not), or
+// a sliding window's width (the band counted in full the same way).
+double key_span(const LayerShape& s) {
+  const int64_t span = s.attention_window > 0 && s.attention_window < s.seq_length ? s.attention_window : s.seq_length;
+  return static_cast<double>(span);
+}
+
 }  // namespace
+
+int64_t layer_sp_parameters(const LayerShape& s) {
+  const int64_t norms = (s.parallel_attention_mlp ? 1 : 2) * norm_parameters(s);
+  const int64_t row_biases = s.linear_bias ? (s.parallel_attention_mlp ? 1 : 2) * s.hidden : 0;
+  return norms + row_biases;
+}
+
+int64_t final_norm_parameters(const LayerShape& s) { return norm_parameters(s); }
 
 int64_t layer_parameters(const LayerShape& s) {
   const int64_t h = s.hidden;
@@ -38,8 +54,8 @@ double layer_model_flops_forward(const LayerShape& s) {
   const double linear = 2.0 * t *
                         (h * static_cast<double>(s.qkv_width()) + static_cast<double>(s.q_width()) * h +
                          h * static_cast<double>(s.fc1_width()) + static_cast<double>(s.ffn_per_rank()) * h);
-  // QKᵀ and P·V over the full s × s score matrix.
-  const double attention = 4.0 * t * static_cast<double>(s.seq_length) * static_cast<double>(s.q_width());
+  // QKᵀ and P·V over the full s × s score matrix (or the window's band).
+  const double attention = 4.0 * t * key_span(s) * static_cast<double>(s.q_width());
   return linear + attention;
 }
 
@@ -56,17 +72,17 @@ double model_flops_per_iteration(const LayerShape& s, int64_t num_layers, int64_
 }
 
 double hardware_flops_per_iteration(const LayerShape& s, int64_t num_layers, int64_t global_batch,
-                                    scenario::Recompute recompute) {
+                                    scenario::Recompute recompute, int64_t recomputed_layers) {
   const LayerShape one = unsharded(s, 1);
   double repeated_per_layer = 0;
   if (recompute == scenario::RECOMPUTE_FULL) {
     repeated_per_layer = layer_model_flops_forward(one);
   } else if (recompute == scenario::RECOMPUTE_SELECTIVE) {
-    repeated_per_layer = 4.0 * static_cast<double>(one.tokens()) * static_cast<double>(one.seq_length) *
-                         static_cast<double>(one.q_width());
+    repeated_per_layer = 4.0 * static_cast<double>(one.tokens()) * key_span(one) * static_cast<double>(one.q_width());
   }
+  const int64_t repeated_layers = recomputed_layers < 0 ? num_layers : recomputed_layers;
   return model_flops_per_iteration(s, num_layers, global_batch) +
-         static_cast<double>(global_batch) * static_cast<double>(num_layers) * repeated_per_layer;
+         static_cast<double>(global_batch) * static_cast<double>(repeated_layers) * repeated_per_layer;
 }
 
 }  // namespace lacuna::model

@@ -20,6 +20,14 @@ int64_t embedding_parameters(const LayerShape& s);
 // stage's table is the output layer: the norm only.
 int64_t head_parameters(const LayerShape& s);
 
+// Parameters of one layer replicated across TP whose gradients, with sequence
+// parallelism, are partial per TP rank and all-reduced over TP before the
+// step (Megatron's _allreduce_layernorm_grads): the norms' weights (and
+// biases) and the row-parallel linears' biases.
+int64_t layer_sp_parameters(const LayerShape& s);
+// The final norm's parameters (weight, and bias for LayerNorm).
+int64_t final_norm_parameters(const LayerShape& s);
+
 // Whole model, each distinct weight once: tied (Megatron's default) counts the
 // vocab × hidden table once (PTD-P eq. 2's count; eq. 2 omits the final norm's
 // 2h), untied twice (Hugging Face's count of Llama).
@@ -41,7 +49,9 @@ double model_flops_per_iteration(const LayerShape& s, int64_t num_layers, int64_
 // same convention (attention as the full s²). Full recompute repeats every
 // layer's forward, which gives PTD-P eq. 3, 96·B·s·l·h²·(1 + s/(6h) +
 // V/(16lh)); selective repeats the attention core, 4·B·s²·h per layer.
+// `recomputed_layers`: how many of the layers recompute (block recompute,
+// recompute_num_layers); -1: all of them.
 double hardware_flops_per_iteration(const LayerShape& s, int64_t num_layers, int64_t global_batch,
-                                    scenario::Recompute recompute);
+                                    scenario::Recompute recompute, int64_t recomputed_layers = -1);
 
 }  // namespace lacuna::model

@@ -14,15 +14,28 @@ namespace lacuna::model {
 
 enum class CommGroup { kTp, kCp };
 
+// Which later kernel needs a collective's result; the compute stream waits
+// for the collective right before it. Every emitter (the compiler's stage
+// programs, Optimus, the heterogeneous placements) uses matches().
+struct Consumer {
+  // Unspecified: the next kernel that is neither a weight gradient (Megatron
+  // overlaps a linear layer's input-gradient reduction with its wgrad GEMM)
+  // nor a piece of a split GEMM (TP overlap: the pieces run while it moves).
+  ir::KernelRole role = ir::ROLE_UNSPECIFIED;
+  ir::Phase phase = ir::PHASE_UNSPECIFIED;  // with a role: only a kernel of this phase (unspecified: any)
+  int32_t chunk = -1;                       // with a role: only this piece of a split GEMM (-1: any)
+  bool matches(const Kernel& k) const {
+    if (role == ir::ROLE_UNSPECIFIED) return k.phase != ir::BACKWARD_WEIGHT && k.chunk < 0;
+    return k.role == role && (phase == ir::PHASE_UNSPECIFIED || k.phase == phase) && (chunk < 0 || k.chunk == chunk);
+  }
+};
+
 struct CommPoint {
   CommGroup group = CommGroup::kTp;
   ir::CollectiveKind kind = ir::COLLECTIVE_UNSPECIFIED;
   int64_t bytes = 0;  // nccl-tests size (program.proto, Collective)
   ir::Phase phase = ir::FORWARD;
-  // The kernel that needs the result: the next kernel with this role, or, when
-  // unspecified, the next kernel that is not a weight gradient (Megatron
-  // overlaps a linear layer's dgrad all-reduce with its wgrad GEMM).
-  ir::KernelRole consumer = ir::ROLE_UNSPECIFIED;
+  Consumer consumer;
 };
 
 using Step = std::variant<Kernel, CommPoint>;
@@ -45,6 +58,11 @@ std::vector<Step> embedding_backward(const LayerShape& s);
 // backward: loss gradient, logits B and W, final norm.
 std::vector<Step> head_forward(const LayerShape& s);
 std::vector<Step> head_backward(const LayerShape& s);
+
+// Memory-bound kernels of a (possibly unfused) norm, forward or backward,
+// over `tokens` tokens (docs/kernels.md#fused-kernels).
+std::vector<Kernel> norm_kernels(const LayerShape& s, ir::KernelRole role, ir::Phase phase, bool backward,
+                                 int64_t tokens);
 
 // Activations the head keeps per microbatch between forward and backward:
 // final-norm input, logits-GEMM input and the fp32 softmax of the vocab-parallel

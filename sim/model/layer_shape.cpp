@@ -1,5 +1,7 @@
 #include "sim/model/layer_shape.h"
 
+#include "sim/scenario/execution.h"
+
 namespace lacuna::model {
 
 LayerShape layer_shape(const scenario::Scenario& spec) {
@@ -27,7 +29,28 @@ LayerShape layer_shape(const scenario::Scenario& spec) {
   s.cp = par.cp() > 0 ? par.cp() : 1;
   s.pp = par.pp() > 0 ? par.pp() : 1;
   s.sequence_parallel = par.sequence_parallel() && s.tp > 1;
+  s.attention_window = llm.attention_window();
+  apply_execution(s, spec);
   return s;
+}
+
+void apply_execution(LayerShape& s, const scenario::Scenario& spec) {
+  const scenario::Execution x = scenario::resolve_execution(spec, scenario::SourceMap{});
+  s.tp_async_grad_reduce = x.tp_async_grad_reduce();
+  s.tp_overlap_ag_chunks = s.tp_overlap_rs_chunks = 1;
+  if (x.tp_comm_overlap() && s.sequence_parallel && s.tp > 1) {
+    // Transformer Engine v2.3's userbuffer defaults (module/base.py L237-288):
+    // ring exchange in tp steps for the all-gather GEMMs, the pipeline method
+    // in 4 splits for the reduce-scatter GEMMs.
+    s.tp_overlap_ag_chunks = x.tp_comm_overlap_chunks() > 0 ? x.tp_comm_overlap_chunks() : s.tp;
+    s.tp_overlap_rs_chunks = x.tp_comm_overlap_chunks() > 0 ? x.tp_comm_overlap_chunks() : 4;
+  }
+  s.gradient_accumulation_fusion = x.gradient_accumulation_fusion();
+  s.grad_fp32 = x.grad_reduce_in_fp32();
+  s.bias_gelu_fusion = x.bias_gelu_fusion();
+  s.bias_dropout_fusion = x.bias_dropout_fusion();
+  s.masked_softmax_fusion = x.masked_softmax_fusion();
+  s.fused_layer_norm = x.fused_layer_norm();
 }
 
 LayerShape unsharded(LayerShape shape, int64_t micro_batch) {

@@ -38,6 +38,23 @@ struct LayerShape {
   int64_t cp = 1;
   int64_t pp = 1;  // pipeline stages: where a tied output layer keeps its copy
   bool sequence_parallel = false;
+  // Sliding-window attention: keys per query (0: full attention).
+  int64_t attention_window = 0;
+  // Execution switches (scenario.proto Execution, docs/scenario.md#execution);
+  // the defaults are Megatron-core's. TP communication overlap
+  // (tp_comm_overlap): the GEMMs after an all-gather split into
+  // tp_overlap_ag_chunks pieces, those before a reduce-scatter into
+  // tp_overlap_rs_chunks, each pipelined with its piece of the collective
+  // (1: no overlap).
+  bool tp_async_grad_reduce = true;
+  int64_t tp_overlap_ag_chunks = 1;
+  int64_t tp_overlap_rs_chunks = 1;
+  bool gradient_accumulation_fusion = true;
+  bool grad_fp32 = true;  // main_grad in fp32 (else the training precision's 2 bytes)
+  bool bias_gelu_fusion = true;
+  bool bias_dropout_fusion = true;
+  bool masked_softmax_fusion = true;
+  bool fused_layer_norm = true;
 
   int64_t head_dim() const { return hidden / heads; }
   int64_t seq_per_rank() const { return seq_length / cp; }
@@ -71,6 +88,10 @@ struct LayerShape {
 // The LLM of a scenario with its parallel plan and micro-batch. The scenario
 // must be validated (sizes positive and divisible).
 LayerShape layer_shape(const scenario::Scenario& spec);
+
+// Sets the execution switches of `s` from the scenario's (resolved) Execution;
+// TP overlap applies only where s has TP with SP.
+void apply_execution(LayerShape& s, const scenario::Scenario& spec);
 
 // The same model with no parallelism and `micro_batch` sequences: what model
 // FLOPs and parameter totals are computed on.

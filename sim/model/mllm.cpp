@@ -57,7 +57,7 @@ void add_tp(std::vector<Step>& st, int64_t tp, ir::CollectiveKind kind, int64_t 
   c.kind = kind;
   c.bytes = bytes;
   c.phase = phase;
-  c.consumer = consumer;
+  c.consumer.role = consumer;
   st.emplace_back(c);
 }
 
@@ -113,6 +113,7 @@ LayerShape encoder_layer_shape(const scenario::Scenario& spec, int e, int64_t sa
   s.cp = shard.cp > 0 ? shard.cp : 1;
   s.pp = shard.pp > 0 ? shard.pp : 1;
   s.sequence_parallel = shard.sequence_parallel && s.tp > 1;
+  apply_execution(s, spec);  // encoders run in the same software as the LLM
   return s;
 }
 
@@ -138,7 +139,7 @@ std::vector<Step> patch_embedding_backward(const LayerShape& s) {
     c.kind = ir::ALL_GATHER;
     c.bytes = s.hidden_bytes();
     c.phase = ir::BACKWARD_INPUT;
-    c.consumer = ir::ROLE_EMBEDDING;
+    c.consumer.role = ir::ROLE_EMBEDDING;
     st.emplace_back(c);
   }
   // dW[588, h] = patchesᵀ·dY; no dgrad: pixels need no gradient.

@@ -1,6 +1,7 @@
 #include "sim/placement/compile.h"
 
 #include "sim/compiler/compile.h"
+#include "sim/compiler/host_model.h"
 #include "sim/compiler/megatron_mllm.h"
 #include "sim/cost/cost_model.h"
 #include "sim/placement/heterogeneous.h"
@@ -14,11 +15,20 @@ std::string placement_name(scenario::PlacementKind kind) {
   return scenario::PlacementKind_Name(kind);
 }
 
+// The placement's program before the host model (compiler/host_model.h),
+// which every path then gets exactly once.
+ir::Program compile_placement(const scenario::LoadedScenario& scenario, scenario::PlacementKind kind,
+                              const cost::CostModel& cost_model);
+
 }  // namespace
 
 ir::Program compile_as(const scenario::LoadedScenario& scenario, scenario::PlacementKind kind) {
   const auto& spec = scenario.spec;
-  if (spec.model().encoders_size() == 0) return compiler::compile(scenario);
+  if (spec.model().encoders_size() == 0) {
+    ir::Program p = compiler::compile(scenario);
+    compiler::apply_host_model(p);
+    return p;
+  }
   // Optimus and the balanced partition time kernels while planning; they use
   // the model the simulation will use.
   const auto cost = cost::make_analytic_cost_model(spec.cluster(), spec.training().precision());
@@ -27,6 +37,15 @@ ir::Program compile_as(const scenario::LoadedScenario& scenario, scenario::Place
 
 ir::Program compile_as(const scenario::LoadedScenario& scenario, scenario::PlacementKind kind,
                        const cost::CostModel& cost_model) {
+  ir::Program p = compile_placement(scenario, kind, cost_model);
+  compiler::apply_host_model(p);
+  return p;
+}
+
+namespace {
+
+ir::Program compile_placement(const scenario::LoadedScenario& scenario, scenario::PlacementKind kind,
+                              const cost::CostModel& cost_model) {
   const auto& spec = scenario.spec;
   if (spec.model().encoders_size() == 0) return compiler::compile(scenario);
   const cost::CostModel* cost = &cost_model;
@@ -64,6 +83,8 @@ ir::Program compile_as(const scenario::LoadedScenario& scenario, scenario::Place
                   "choose MEGATRON_BASELINE, MEGATRON_BALANCED, OPTIMUS or HETEROGENEOUS");
   }
 }
+
+}  // namespace
 
 ir::Program compile(const scenario::LoadedScenario& scenario) {
   return compile_as(scenario, scenario.spec.placement().kind());

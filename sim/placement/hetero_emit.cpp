@@ -121,9 +121,7 @@ void StepEmitter::kernel(const model::Kernel& k, OpCtx ctx) {
   // else the next kernel that is not a weight gradient (as the LLM's stage
   // program: a dgrad reduction overlaps the layer's wgrad GEMM).
   for (auto it = pending_.begin(); it != pending_.end();) {
-    const bool consumes =
-        it->consumer == ir::ROLE_UNSPECIFIED ? k.phase != ir::BACKWARD_WEIGHT : it->consumer == k.role;
-    if (consumes) {
+    if (it->consumer.matches(k)) {
       ed_.wait(ed_.compute(), it->event, it->value, ctx);
       it = pending_.erase(it);
     } else {

@@ -93,7 +93,7 @@ class StepEmitter {
 
  private:
   struct Pending {
-    ir::KernelRole consumer;
+    model::Consumer consumer;
     int32_t event;
     int64_t value;
   };

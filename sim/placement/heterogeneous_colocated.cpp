@@ -291,7 +291,7 @@ void add_colocated_encoders(const scenario::LoadedScenario& scenario, const Plan
       const int64_t dp_cp = int64_t{enc.dims.dp} * enc.dims.cp;
       const int64_t updated = dist_opt ? (trained + dp_cp - 1) / dp_cp : trained;
       StepEmitter em(ed, slots[i].kernel);
-      em.kernel(model::adam_step(updated), OpCtx{ir::OPTIMIZER_STEP, 0, 0, -1, enc.module});
+      for (const model::Kernel& k : model::optimizer_update(updated)) em.kernel(k, OpCtx{ir::OPTIMIZER_STEP, 0, 0, -1, enc.module});
     }
     ed.set_compute_block(nullptr);
 

@@ -492,7 +492,7 @@ void add_encoder_islands(const scenario::LoadedScenario& scenario, const Plan& p
         }
         if (params.trained > 0) {
           const int64_t updated = dist_opt ? (params.trained + dp_cp - 1) / dp_cp : params.trained;
-          em.kernel(model::adam_step(updated), octx);
+          for (const model::Kernel& k : model::optimizer_update(updated)) em.kernel(k, octx);
         }
         ed.set_compute_block(nullptr);
         splice(*cls.mutable_streams(compute), {{0, std::move(ops)}});

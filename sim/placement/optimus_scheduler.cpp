@@ -335,7 +335,9 @@ struct BubbleScheduler::Impl {
   // start (after the encoder's parameter gather), before any LLM compute.
   void compute_pre(int32_t e) {
     const int32_t p = n[static_cast<size_t>(e)] - f[static_cast<size_t>(e)];
+    // From the end of the iteration's housekeeping (the gradient memset).
     cursor_scratch.assign(static_cast<size_t>(P), 0);
+    for (int32_t j = 0; j < P; ++j) cursor_scratch[static_cast<size_t>(j)] = stage_of(e * P + j).pre_start_ns;
     link_scratch.assign(static_cast<size_t>(P), kNever);
     for (int32_t x = 0; x < p; ++x) {
       int64_t arrive = kNever;
@@ -647,14 +649,26 @@ struct BubbleScheduler::Impl {
     }
     // Per GPU: the LLM optimizer after POST (later when the encoder's POST
     // passes overrun it), then the encoder optimizer after its reduction.
+    // The optimizer step reduces the gradient norm over the gradient-
+    // statistics group (every rank with the distributed optimizer) and the
+    // host waits for it: no GPU's step finishes before the last GPU has
+    // started its own, so every step starts at the latest start.
+    // What the LLM runs between its last pass and its first optimizer kernel
+    // (the final DP wait, the norms' and the tied embedding's all-reduces)
+    // follows encoder POST work that overran it.
+    int64_t step_start = kNever;
+    for (int32_t g = 0; g < G; ++g) {
+      const StageTimeline& st = stage_of(g);
+      const int64_t post = post_end[static_cast<size_t>(g)];
+      step_start = std::max(step_start, std::max(st.post_end_ns, post == kNever ? kNever : post + (st.post_end_ns - st.post_start_ns)));
+    }
     int64_t worst_end = kNever;
     int32_t worst_g = -1;
     bool worst_by_reduce = false;
     for (int32_t g = 0; g < G; ++g) {
       const StageTimeline& st = stage_of(g);
       const StageWork& sw = work_of(g);
-      const int64_t post = post_end[static_cast<size_t>(g)];
-      const int64_t llm_end = std::max(st.post_end_ns, post) + delta + st.optimizer_ns;
+      const int64_t llm_end = step_start + delta + st.optimizer_ns;
       int64_t end = std::max(llm_end, st.end_ns + delta);
       bool by_reduce = false;
       if (sw.trains()) {

@@ -22,6 +22,11 @@ struct SmallMllm {
   scenario::PlacementKind placement = scenario::OPTIMUS;
   bool coarse_only = false;
   int64_t max_splits = 0;
+  // The execution mechanisms the bubble scheduler's estimate models: true
+  // turns off the three it does not model yet (the batch broadcast over TP
+  // at each forward, and the gradient-norm and step-statistics all-reduces
+  // read on the host, which synchronize every rank at the step).
+  bool scheduler_semantics = true;
 };
 
 inline scenario::LoadedScenario make_mllm(const SmallMllm& m) {
@@ -43,6 +48,14 @@ inline scenario::LoadedScenario make_mllm(const SmallMllm& m) {
     small.frozen = e.frozen;
     compiler::testing::add_small_encoder(spec, small)->mutable_transformer()->set_parallel_attention_mlp(
         e.parallel_attn);
+  }
+  if (m.scheduler_semantics) {
+    auto* x = spec.mutable_execution();
+    x->set_batch_broadcast(scenario::BROADCAST_NONE);
+    x->set_step_stats_sync(false);
+    x->set_clip_grad(0);
+    if (getenv("X_NAN")) x->set_nan_check(false);
+    if (getenv("X_OVL")) x->set_pipeline_p2p(scenario::P2P_OVERLAPPED);
   }
   spec.mutable_placement()->set_kind(m.placement);
   spec.mutable_placement()->mutable_optimus()->set_coarse_only(m.coarse_only);

@@ -40,12 +40,13 @@ struct Bubble {
 struct StageTimeline {
   int32_t rank = 0;            // the representative simulated for this stage
   int32_t compute_stream = 0;  // index of "compute" in the stage's class
-  int32_t pre_position = 0;    // PRE encoder work goes before this op (0)
+  int32_t pre_position = 0;    // PRE encoder work goes before this op (after the gradient memset)
+  int64_t pre_start_ns = 0;    // … and can start once the ops before it ended
   int64_t pre_end_ns = 0;      // the LLM's first kernel starts
   int32_t post_position = 0;   // first OPTIMIZER_STEP op: the final DP wait, or the optimizer
   int64_t post_start_ns = 0;   // the compute stream reaches post_position
-  int64_t post_end_ns = 0;     // the LLM optimizer kernel starts
-  int64_t optimizer_ns = 0;    // its duration
+  int64_t post_end_ns = 0;     // the LLM optimizer step's first kernel starts
+  int64_t optimizer_ns = 0;    // the step, to the compute stream's last op
   int64_t end_ns = 0;          // last op end of this rank, any stream
   std::vector<Bubble> bubbles;  // steady-phase bubbles (PP / TP / DP / other), in time order
   int64_t peak_activation_bytes = 0;  // running sum of the compute ops' memory deltas, maximum

@@ -32,9 +32,7 @@ class PassBuilder {
     Appended out;
     for (const model::Step& step : steps) {
       if (const auto* k = std::get_if<model::Kernel>(&step)) {
-        take_pending([&](const Pending& p) {
-          return p.consumer == ir::ROLE_UNSPECIFIED ? k->phase != ir::BACKWARD_WEIGHT : p.consumer == k->role;
-        });
+        take_pending([&](const Pending& p) { return p.consumer.matches(*k); });
         PassOp op;
         op.kind = PassOp::kKernel;
         op.op.set_phase(k->phase);
@@ -103,7 +101,7 @@ class PassBuilder {
 
  private:
   struct Pending {
-    ir::KernelRole consumer;
+    model::Consumer consumer;
     int32_t collective;
     int32_t module;
   };
@@ -370,7 +368,10 @@ EncoderWork build_encoder_work(const scenario::Scenario& spec, const Geometry& g
       }
     }
     const int64_t updated = w.distributed_optimizer ? (st.trainable_parameters + dp - 1) / dp : st.trainable_parameters;
-    const model::Kernel k = model::adam_step(updated);
+    // Optimus keeps one optimizer op per encoder stage: Adam with the fp32 →
+    // bf16 copy's bytes folded in (the LLM runs them as separate kernels).
+    model::Kernel k = model::adam_step(updated);
+    k.bytes += model::param_copy(updated).bytes;
     st.optimizer = model::to_compute(k);
     st.optimizer_ns = cost.compute(st.optimizer).count();
   }

@@ -9,11 +9,12 @@ namespace lacuna::report {
 
 namespace {
 
-constexpr int kOther = 11;
+constexpr int kOther = 13;
 constexpr int kSendRecv = 7;
 
 constexpr std::array<std::string_view, CommAccounting::kGroups> kGroupNames = {
-    "tp", "cp", "dp", "dp_cp", "world", "pp", "encoder_tp", "encoder_cp", "encoder_dp", "encoder", "boundary", "other"};
+    "tp",         "cp",         "dp",      "dp_cp",    "world",     "pp",             "encoder_tp",
+    "encoder_cp", "encoder_dp", "encoder", "boundary", "embedding", "model_parallel", "other"};
 constexpr std::array<std::string_view, CommAccounting::kOps> kOpNames = {
     "collective", "all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "reduce", "send_recv"};
 
@@ -30,6 +31,8 @@ int group_ordinal(ir::GroupKind kind) {
     case ir::ENCODER_CP: return 7;
     case ir::ENCODER_DP: return 8;
     case ir::BOUNDARY_GROUP: return 10;
+    case ir::EMBEDDING_GROUP: return 11;
+    case ir::MODEL_PARALLEL: return 12;
     default: return -1;
   }
 }

@@ -25,7 +25,12 @@ CommKind comm_kind(const ir::Program& program, const ir::Stream& stream, const i
         case ir::PP: return CommKind::kPp;
         case ir::DP:
         case ir::DP_CP:
-        case ir::WORLD: return CommKind::kDp;
+        case ir::WORLD:
+        // The optimizer step's reductions between data-parallel work and the
+        // update (tied embeddings between the first and last stage, the
+        // gradient norm) count with DP: they are part of the gradient sync.
+        case ir::EMBEDDING_GROUP:
+        case ir::MODEL_PARALLEL: return CommKind::kDp;
         case ir::ENCODER_TP:
         case ir::ENCODER_CP:
         case ir::ENCODER_DP: return CommKind::kEncoder;

@@ -1,4 +1,5 @@
 #include "sim/scenario/checks.h"
+#include "sim/scenario/execution.h"
 
 namespace lacuna::scenario {
 
@@ -13,6 +14,12 @@ void validate_scenario(const Scenario& spec, const SourceMap& locations) {
   validate_parallel(spec, c);
   validate_multimodal(spec, c);
   validate_consistency(spec, c);
+  // The switches as the compiler will see them: the software preset's
+  // defaults under the scenario's own (a scenario built in code may not have
+  // been resolved yet).
+  Scenario resolved = spec;
+  *resolved.mutable_execution() = resolve_execution(spec, locations);
+  validate_execution(resolved, c);
 }
 
 }  // namespace lacuna::scenario

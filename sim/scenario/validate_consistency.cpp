@@ -1,6 +1,8 @@
 // Rules that tie model, cluster, plan, schedule and batch together. Every
 // section has been range-checked first, so products below cannot overflow
 // unless stated (the GPU product uses 128-bit arithmetic).
+#include <tuple>
+
 #include "sim/scenario/checks.h"
 
 namespace lacuna::scenario {
@@ -79,10 +81,47 @@ void check_world_and_batch(const Scenario& spec, const Checker& c) {
   }
 }
 
+// Megatron-LM's uneven pipeline (core transformer_config.py L770-880):
+// first / last stage layers > 0, divisible by the model chunks; the rest
+// split evenly over the other stages, again divisible by the chunks.
+void check_uneven_stages(const Scenario& spec, const Checker& c) {
+  const auto& p = spec.parallel();
+  const int64_t layers = spec.model().llm().num_layers(), pp = p.pp(), v = p.virtual_stages();
+  const bool first = p.has_first_stage_layers(), last = p.has_last_stage_layers();
+  const std::string field = first ? "parallel.first_stage_layers" : "parallel.last_stage_layers";
+  if (!p.layers_per_stage().empty())
+    c.fail(field, "first_stage_layers / last_stage_layers and layers_per_stage both set",
+           "use one of them: layers_per_stage lists every virtual stage");
+  if (pp < 2) c.fail(field, "needs pipeline parallelism (pp is " + s(pp) + ")", "remove it, or set pp ≥ 2");
+  int64_t given = 0;
+  for (const auto& [set, value, name] : {std::tuple{first, p.first_stage_layers(), "parallel.first_stage_layers"},
+                                         std::tuple{last, p.last_stage_layers(), "parallel.last_stage_layers"}}) {
+    if (!set) continue;
+    if (value < 1 || value > layers)
+      c.fail(name, "must be between 1 and num_layers (" + s(layers) + "), got " + s(value),
+             "give the layers of that pipeline stage");
+    if (value % v != 0)
+      c.fail(name, s(value) + " layers do not split over the stage's " + s(v) + " model chunks",
+             "use a multiple of virtual_stages (" + s(v) + ")");
+    given += value;
+  }
+  const int64_t others = pp - (first ? 1 : 0) - (last ? 1 : 0);
+  const int64_t rest = layers - given;
+  if (rest < 0 || (others == 0 && rest != 0) || (others > 0 && (rest % others != 0 || (rest / others) % v != 0)))
+    c.fail(field,
+           "the other " + s(others) + " stages would get " + s(rest) + " layers, which do not split evenly into " +
+               s(others) + " × " + s(v) + " model chunks",
+           "choose first / last stage layers so that num_layers − them is a multiple of " + s(others * v));
+}
+
 void check_layers(const Scenario& spec, const Checker& c) {
   const auto& p = spec.parallel();
   const int64_t layers = spec.model().llm().num_layers();
   const int64_t stages = p.pp() * p.virtual_stages();
+  if (p.has_first_stage_layers() || p.has_last_stage_layers()) {
+    check_uneven_stages(spec, c);
+    return;
+  }
   if (p.layers_per_stage().empty()) {
     if (layers % stages != 0)
       c.fail(p.virtual_stages() > 1 ? "parallel.virtual_stages" : "parallel.pp",
@@ -107,6 +146,21 @@ void check_layers(const Scenario& spec, const Checker& c) {
   if (sum != layers)
     c.fail("parallel.layers_per_stage", "sums to " + s(sum) + " but num_layers is " + s(layers),
            "make the entries add up to " + s(layers));
+}
+
+// Megatron-LM's recompute rules (core transformer_config.py L684-765):
+// recompute_num_layers only with full recompute, and at most a chunk's layers.
+void check_recompute(const Scenario& spec, const Checker& c) {
+  const auto& p = spec.parallel();
+  if (p.recompute_num_layers() == 0) return;
+  if (p.recompute_num_layers() < 0)
+    c.fail("parallel.recompute_num_layers", "must be ≥ 0, got " + s(p.recompute_num_layers()),
+           "the layers of each model chunk to recompute, or 0 for all");
+  if (p.recompute() != RECOMPUTE_FULL)
+    c.fail("parallel.recompute_num_layers",
+           "recompute_num_layers needs recompute: RECOMPUTE_FULL (Megatron-LM rejects --recompute-num-layers with "
+           "selective recompute)",
+           "set recompute: RECOMPUTE_FULL, or remove recompute_num_layers");
 }
 
 void check_schedule(const Scenario& spec, const Checker& c) {
@@ -193,6 +247,7 @@ void validate_consistency(const Scenario& spec, const Checker& c) {
   check_tensor_and_context(spec, c);
   check_world_and_batch(spec, c);
   check_layers(spec, c);
+  check_recompute(spec, c);
   check_schedule(spec, c);
   check_precision(spec, c);
   check_size(spec, c);

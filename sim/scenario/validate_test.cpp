@@ -117,7 +117,7 @@ const Case kCases[] = {
      "model.llm.position_embedding", "position_embedding is not set", "\"llm\": {"},
     {"attention_kernel_number", kSmall, "linear_bias: true", "linear_bias: true\n    attention_kernel: 7",
      "model.llm.attention_kernel", "has no value 7", "attention_kernel: 7"},
-    {"fp8_on_a100", kPtdp, "precision: BF16", "precision: FP8", "training.precision",
+    {"fp8_on_a100", kPtdp, "precision: FP16", "precision: FP8", "training.precision",
      "precision FP8 is not supported by the GPU of preset \"a100-80gb-sxm\""},
     {"efficiency_range", kSmall, "num_nodes: 1", "num_nodes: 1\n  gpu { efficiency { key: \"GEMM\" value { flops: 1.5 } } }",
      "cluster.gpu.efficiency[GEMM].flops", "must be in (0, 1]", "gpu {"},

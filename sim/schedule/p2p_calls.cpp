@@ -1,0 +1,106 @@
+#include "sim/schedule/p2p_calls.h"
+
+#include <algorithm>
+
+#include "sim/core/error.h"
+
+namespace lacuna::schedule {
+namespace {
+
+// Megatron-LM's warm-up lengths (as schedule.cpp builds the actions).
+int32_t warmup_passes(lacuna::scenario::ScheduleKind kind, const PipelineShape& s, int32_t rank) {
+  if (kind == lacuna::scenario::INTERLEAVED_1F1B)
+    return std::min((s.pp - rank - 1) * 2 + (s.virtual_stages - 1) * s.pp, s.microbatches * s.virtual_stages);
+  return std::min(s.pp - rank - 1, s.microbatches);
+}
+
+void add(std::vector<P2pCall>& calls, P2pCall call) {
+  if (!call.sends.empty() || !call.recvs.empty()) calls.push_back(std::move(call));
+}
+
+}  // namespace
+
+ActionComm action_comm(const PipelineShape& shape, int32_t rank, const Action& action) {
+  const int32_t vs = virtual_stage(shape, rank, action.chunk);
+  const int32_t last = shape.pp * shape.virtual_stages - 1;
+  switch (action.pass) {
+    case Pass::kForward: return {vs > 0, vs < last};
+    case Pass::kBackward:
+    case Pass::kBackwardInput: return {vs < last, vs > 0};
+    case Pass::kBackwardWeight: return {false, false};
+  }
+  return {};
+}
+
+std::vector<P2pCall> blocking_p2p_calls(lacuna::scenario::ScheduleKind kind, const PipelineShape& shape, int32_t rank,
+                                        const std::vector<Action>& actions) {
+  const int32_t n = static_cast<int32_t>(actions.size());
+  std::vector<ActionComm> comm(actions.size());
+  for (int32_t i = 0; i < n; ++i) comm[i] = action_comm(shape, rank, actions[i]);
+  auto sends = [&](const std::vector<int32_t>& step) {
+    std::vector<int32_t> out;
+    for (int32_t i : step)
+      if (comm[i].send) out.push_back(i);
+    return out;
+  };
+  auto receives = [&](const std::vector<int32_t>& step) {
+    std::vector<int32_t> out;
+    for (int32_t i : step)
+      if (comm[i].recv) out.push_back(i);
+    return out;
+  };
+
+  // Steps: the groups of actions between two calls.
+  std::vector<std::vector<int32_t>> steps;
+  // Between steps k and k+1: batched (one call) or send then receive (two).
+  std::vector<bool> batched;
+  if (kind == lacuna::scenario::INTERLEAVED_1F1B) {
+    const int32_t warmup = warmup_passes(kind, shape, rank);
+    const int32_t total = shape.microbatches * shape.virtual_stages;
+    int32_t i = 0;
+    for (; i < warmup; ++i) steps.push_back({i});
+    for (int32_t k = 0; k < total - warmup; ++k, i += 2) steps.push_back({i, i + 1});
+    for (; i < n; ++i) steps.push_back({i});
+    batched.assign(steps.size(), true);
+  } else if (kind == lacuna::scenario::ONE_F_ONE_B) {
+    const int32_t warmup = warmup_passes(kind, shape, rank);
+    const int32_t steady_end = warmup + 2 * (shape.microbatches - warmup);  // one past the last steady pass
+    for (int32_t i = 0; i < n; ++i) {
+      steps.push_back({i});
+      // Batched only from a steady pass to the steady pass after it.
+      batched.push_back(i >= warmup && i + 1 < steady_end);
+    }
+  } else {
+    for (int32_t i = 0; i < n; ++i) steps.push_back({i});
+    batched.assign(steps.size(), true);
+  }
+  // The step lists must cover the actions in order (the schedule builder and
+  // this grouping follow the same Megatron-LM warm-up counts).
+  int32_t next = 0;
+  for (const auto& step : steps)
+    for (int32_t i : step)
+      if (i != next++) throw Error("blocking_p2p_calls: schedule steps out of order (internal)");
+  if (next != n) throw Error("blocking_p2p_calls: schedule steps do not cover the actions (internal)");
+  if (kind == lacuna::scenario::INTERLEAVED_1F1B)
+    for (size_t k = 0; k < steps.size(); ++k)
+      if (steps[k].size() == 2 && (actions[steps[k][0]].pass != Pass::kForward ||
+                                   actions[steps[k][1]].pass != Pass::kBackward))
+        throw Error("blocking_p2p_calls: interleaved steady step is not (forward, backward) (internal)");
+
+  std::vector<P2pCall> calls;
+  if (!steps.empty()) add(calls, P2pCall{-1, {}, receives(steps.front())});
+  for (size_t k = 0; k < steps.size(); ++k) {
+    const int32_t after = steps[k].back();
+    const std::vector<int32_t> out = sends(steps[k]);
+    const std::vector<int32_t> in = k + 1 < steps.size() ? receives(steps[k + 1]) : std::vector<int32_t>{};
+    if (batched[k]) {
+      add(calls, P2pCall{after, out, in});
+    } else {
+      add(calls, P2pCall{after, out, {}});
+      add(calls, P2pCall{after, {}, in});
+    }
+  }
+  return calls;
+}
+
+}  // namespace lacuna::schedule
