@@ -22,5 +22,6 @@ void add_presets_command(CLI::App& app, Action& action);
 void add_devices_command(CLI::App& app, Action& action);
 void add_version_command(CLI::App& app, Action& action);
 void add_calibrate_command(CLI::App& app, Action& action);
+void add_efficiency_command(CLI::App& app, Action& action);
 
 }  // namespace lacuna::cli
