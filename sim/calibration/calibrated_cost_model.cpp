@@ -2,15 +2,25 @@
 
 #include <algorithm>
 #include <cctype>
+#include <memory>
 
 #include <fmt/format.h>
 
 #include "sim/calibration/fit.h"
 #include "sim/calibration/profile_io.h"
+#include "sim/cost/kernel_efficiency.h"
 #include "sim/core/error.h"
 
 namespace lacuna::calibration {
 namespace {
+
+// The scenario GPU's per-shape factor, for the table's extrapolation; empty
+// when the GPU has no shape terms (flat, or no tiles and no attention block).
+ShapeFactor shape_factor_of(const scenario::Cluster& cluster) {
+  auto e = std::make_shared<const cost::KernelEfficiency>(cluster.gpu().shape_model(), cluster.gpu().num_sms());
+  if (!e->gemm_by_shape() && !e->attention_by_shape()) return {};
+  return [e](const ir::Compute& op) { return e->factor(op); };
+}
 
 std::string lower(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
@@ -52,7 +62,7 @@ CalibratedCostModel::CalibratedCostModel(calib::CalibrationProfile profile, std:
                                          const std::string& scenario)
     : profile_(std::move(profile)),
       path_(std::move(profile_path)),
-      table_(profile_, path_, scenario),
+      table_(profile_, path_, scenario, shape_factor_of(cluster)),
       base_(std::move(base)) {
   if (base_ == nullptr) throw Error("CalibratedCostModel needs a base model for communication");
   device_matches_ = check_device(profile_, path_, cluster, allow_device_mismatch);

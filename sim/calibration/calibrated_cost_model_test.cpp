@@ -8,6 +8,7 @@
 #include "sim/calibration/calibration_test_support.h"
 #include "sim/calibration/profile_io.h"
 #include "sim/core/error.h"
+#include "sim/cost/kernel_efficiency.h"
 #include "sim/scenario/scenario.h"
 
 namespace lacuna::calibration {
@@ -144,6 +145,48 @@ TEST(CalibratedCostModel, FactoryReadsTheFile) {
   EXPECT_EQ(m->profile_path(), path);
   EXPECT_EQ(m->profile().collectives_size(), 2);
   std::filesystem::remove(path);
+}
+
+// Unmeasured GEMM shapes fall back to a roofline refitted to the rate of a
+// perfect shape, slowed by their own shape factor (docs/cost-model.md
+// #per-shape-efficiency): the measured GEMMs below run at R / factor + 5 µs,
+// and an unmeasured, badly tiled shape is predicted at its own factor.
+TEST(CalibratedCostModel, ExtrapolationKeepsTheShapeModel) {
+  const auto cluster = h100_cluster();
+  const cost::KernelEfficiency shapes(cluster.gpu().shape_model(), cluster.gpu().num_sms());
+  const double rate = 700e12, overhead_ns = 5000;
+  auto flops = [](int64_t m, int64_t n, int64_t k) { return 2.0 * m * n * k; };
+  auto bytes = [](int64_t m, int64_t n, int64_t k) { return 2.0 * (m * k + k * n + m * n); };
+  auto ns = [&](int64_t m, int64_t n, int64_t k) {
+    return flops(m, n, k) / (rate * shapes.gemm(m, n, k).factor) * 1e9 + overhead_ns;
+  };
+  std::vector<calib::Measurement> points;
+  for (auto [m, n, k] : {std::tuple<int64_t, int64_t, int64_t>{8192, 8192, 8192},
+                         {4096, 12288, 4096},
+                         {2048, 6144, 1024},
+                         {16384, 3072, 12288}}) {
+    points.push_back(point({m, n, k}, std::llround(ns(m, n, k)), flops(m, n, k), bytes(m, n, k)));
+  }
+  calib::CalibrationProfile p = gpu_profile();
+  add_table(p, ir::GEMM, ir::VARIANT_FORWARD, points);
+
+  // An attention-projection GEMM of a 8192-hidden layer at TP 8: K = 1024,
+  // a family (n, k) the profile never measured.
+  const int64_t m = 8192, n = 8192, k = 1024;
+  const ir::Compute query = compute_op(ir::GEMM, ir::VARIANT_FORWARD, {m, n, k}, flops(m, n, k), bytes(m, n, k));
+  const CalibratedCostModel shaped(p, "h100.pbtxt", cluster, analytic(cluster), false);
+  EXPECT_EQ(shaped.kernels().lookup(query).kind, LookupKind::kExtrapolated);
+  EXPECT_NEAR(static_cast<double>(shaped.compute(query).count()), ns(m, n, k), 0.01 * ns(m, n, k));
+  // Measured shapes are still their measurements.
+  EXPECT_EQ(shaped.compute(compute_op(ir::GEMM, ir::VARIANT_FORWARD, {8192, 8192, 8192})),
+            TimeNs(std::llround(ns(8192, 8192, 8192))));
+
+  // `flat: true`: the stored fit, without shape terms, as before per-shape efficiency.
+  scenario::Cluster flat = cluster;
+  flat.mutable_gpu()->mutable_shape_model()->set_flat(true);
+  const CalibratedCostModel plain(p, "h100.pbtxt", flat, analytic(flat), false);
+  EXPECT_EQ(plain.compute(query), TimeNs(std::llround(roofline_time_ns(p.ops(0).fit(), flops(m, n, k), bytes(m, n, k)))));
+  EXPECT_LT(plain.compute(query), shaped.compute(query)) << "K = 1024 is slower than the measured long-K GEMMs";
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -26,11 +27,56 @@ std::vector<int64_t> shape_family(const std::vector<int64_t>& shape) {
   return family;
 }
 
-KernelTable::KernelTable(const calib::CalibrationProfile& profile, std::string profile_path, std::string scenario)
-    : path_(std::move(profile_path)), scenario_(scenario.empty() ? profile.scenario() : std::move(scenario)) {
+namespace {
+
+ir::Compute as_op(const calib::OpTable& t, const calib::Measurement& m) {
+  ir::Compute op;
+  op.set_op_class(t.op_class());
+  op.set_variant(t.variant());
+  *op.mutable_shape() = m.shape();
+  op.set_flops(m.flops());
+  op.set_bytes(m.bytes());
+  return op;
+}
+
+// The roofline of a perfect shape: the table refitted with each
+// measurement's FLOPs divided by its shape factor. The stored fit when no
+// measurement has a shape term (it is that already); nullopt when the scaled
+// table has no roofline (the op is then extrapolated as without a shape term).
+std::optional<calib::RooflineFit> shaped_fit(const calib::OpTable& t, const ShapeFactor& shape) {
+  calib::OpTable scaled = t;
+  bool any = false;
+  for (calib::Measurement& m : *scaled.mutable_points()) {
+    const double f = shape(as_op(t, m));
+    if (f == 1.0 || !(f > 0)) continue;
+    m.set_flops(m.flops() / f);
+    any = true;
+  }
+  if (!any) return t.fit();
+  try {
+    return fit_roofline(scaled);
+  } catch (const Error&) {
+    return std::nullopt;
+  }
+}
+
+}  // namespace
+
+KernelTable::KernelTable(const calib::CalibrationProfile& profile, std::string profile_path, std::string scenario,
+                         ShapeFactor shape)
+    : path_(std::move(profile_path)),
+      scenario_(scenario.empty() ? profile.scenario() : std::move(scenario)),
+      shape_(std::move(shape)) {
   for (const calib::OpTable& t : profile.ops()) {
     Table& table = tables_[{static_cast<int>(t.op_class()), static_cast<int>(t.variant())}];
     table.fit = t.fit();
+    // Only GEMM and attention have shape terms (cost::KernelEfficiency).
+    if (shape_ && (t.op_class() == ir::GEMM || t.op_class() == ir::ATTENTION)) {
+      if (const auto fit = shaped_fit(t, shape_)) {
+        table.fit = *fit;
+        table.shaped = true;
+      }
+    }
     for (const calib::Measurement& m : t.points()) {
       const std::vector<int64_t> shape(m.shape().begin(), m.shape().end());
       table.exact.emplace(shape, m.time_ns());
@@ -82,7 +128,8 @@ Lookup KernelTable::lookup(const ir::Compute& op) const {
   if (!(op.flops() >= 0) || !(op.bytes() >= 0) || !std::isfinite(op.flops()) || !std::isfinite(op.bytes())) {
     throw Error(fmt::format("compute op with invalid work: flops {}, bytes {}", op.flops(), op.bytes()));
   }
-  const double ns = roofline_time_ns(t.fit, op.flops(), op.bytes());
+  const double factor = t.shaped ? shape_(op) : 1.0;
+  const double ns = roofline_time_ns(t.fit, op.flops() / (factor > 0 ? factor : 1.0), op.bytes());
   return {TimeNs(std::max<int64_t>(0, std::llround(ns))), LookupKind::kExtrapolated};
 }
 

@@ -7,11 +7,18 @@
 //                 log(shape[0]) between the nearest two (exact at grid points,
 //                 monotone between them);
 //   extrapolated  otherwise: the table's fitted roofline at the op's own IR
-//                 FLOPs and bytes.
+//                 FLOPs and bytes. With a per-shape factor (the scenario GPU's
+//                 cost::KernelEfficiency, docs/cost-model.md#per-shape-efficiency)
+//                 the roofline is refitted to the measurements' FLOPs divided
+//                 by their shape factors, i.e. to the rate of a perfect shape,
+//                 and an op is timed at its FLOPs divided by its own factor:
+//                 unmeasured GEMM and attention shapes keep their tile, wave
+//                 and block effects on top of the measured rate.
 // A class/variant without a table is an error, never a silent fallback.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <utility>
@@ -32,12 +39,17 @@ struct Lookup {
   LookupKind kind = LookupKind::kExact;
 };
 
+// A kernel's per-shape efficiency factor in (0, 1] (cost::KernelEfficiency::factor).
+using ShapeFactor = std::function<double(const ir::Compute&)>;
+
 class KernelTable {
  public:
   // `profile` must be valid (validate_profile); `profile_path` is named in
   // errors, and `scenario` (the scenario being simulated; empty: the
-  // profile's own) in the hint of the missing-table error.
-  KernelTable(const calib::CalibrationProfile& profile, std::string profile_path, std::string scenario = {});
+  // profile's own) in the hint of the missing-table error. `shape` (empty:
+  // none) shapes the extrapolation as described above.
+  KernelTable(const calib::CalibrationProfile& profile, std::string profile_path, std::string scenario = {},
+              ShapeFactor shape = {});
 
   // Throws lacuna::Error naming the class, variant and profile file when the
   // profile has no table for the op's (class, variant).
@@ -51,10 +63,12 @@ class KernelTable {
     // family (shape[1..], with the rank of the shape) → (shape[0], median ns), ascending
     std::map<std::vector<int64_t>, std::vector<std::pair<int64_t, int64_t>>> families;
     calib::RooflineFit fit;
+    bool shaped = false;  // fit is per perfect shape: extrapolate at flops / shape factor
   };
   std::map<std::pair<int, int>, Table> tables_;  // (op class, variant)
   std::string path_;
   std::string scenario_;  // for the hint in errors
+  ShapeFactor shape_;
 };
 
 // The family key of a shape: its dimensions after the first.

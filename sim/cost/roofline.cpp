@@ -45,8 +45,10 @@ double peak_flops_for(const scenario::GpuSpec& gpu, scenario::Precision precisio
   return tflops * 1e12;
 }
 
-RooflineModel::RooflineModel(const scenario::GpuSpec& gpu, scenario::Precision precision) {
+RooflineModel::RooflineModel(const scenario::GpuSpec& gpu, scenario::Precision precision)
+    : shapes_(gpu.shape_model(), gpu.num_sms()) {
   const double peak = peak_flops_for(gpu, precision);
+  peak_ = peak;
   if (!gpu.has_hbm_bandwidth_gb_per_s() || !(gpu.hbm_bandwidth_gb_per_s() > 0)) {
     throw Error(field("cluster.gpu.hbm_bandwidth_gb_per_s"), "must be set and positive", "e.g. 3350 for H100 SXM");
   }
@@ -93,12 +95,27 @@ RooflineModel::RooflineModel(const scenario::GpuSpec& gpu, scenario::Precision p
   }
 }
 
-TimeNs RooflineModel::time(const ir::Compute& op) const {
-  if (op.fixed_duration_ns() > 0) return TimeNs(op.fixed_duration_ns());
+namespace {
+
+void check_class(const ir::Compute& op) {
   const int c = static_cast<int>(op.op_class());
-  if (c < 0 || c >= kClasses || !ir::OpClass_IsValid(c)) {
+  if (c < 0 || c >= ir::OpClass_ARRAYSIZE || !ir::OpClass_IsValid(c)) {
     throw Error("compute op of unknown class " + std::to_string(c));
   }
+}
+
+}  // namespace
+
+double RooflineModel::flops_efficiency(const ir::Compute& op) const {
+  check_class(op);
+  const Resolved& r = by_class_[static_cast<int>(op.op_class())];
+  return r.has_flops ? r.flops_per_s / peak_ * shapes_.factor(op) : 0.0;
+}
+
+TimeNs RooflineModel::time(const ir::Compute& op) const {
+  if (op.fixed_duration_ns() > 0) return TimeNs(op.fixed_duration_ns());
+  check_class(op);
+  const int c = static_cast<int>(op.op_class());
   const Resolved& r = by_class_[c];
   if (!r.has_flops || !r.has_memory) {
     const std::string& key = ir::OpClass_Name(op.op_class());
@@ -111,7 +128,11 @@ TimeNs RooflineModel::time(const ir::Compute& op) const {
     throw Error("compute op with invalid work: flops " + std::to_string(op.flops()) + ", bytes " +
                 std::to_string(op.bytes()));
   }
-  const double seconds = std::max(op.flops() / r.flops_per_s, op.bytes() / r.bytes_per_s) + overhead_s_;
+  // The shape factor only slows the FLOP roof: a badly tiled GEMM moves the
+  // same bytes. It is exactly 1 for a flat model and for memory-bound classes,
+  // so those times are the class roofline's to the bit.
+  const double shape = op.flops() > 0 ? shapes_.factor(op) : 1.0;
+  const double seconds = std::max(op.flops() / (r.flops_per_s * shape), op.bytes() / r.bytes_per_s) + overhead_s_;
   return TimeNs::from_seconds(seconds);
 }
 

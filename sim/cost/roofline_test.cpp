@@ -1,5 +1,7 @@
 #include "sim/cost/roofline.h"
 
+#include <random>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -115,6 +117,84 @@ TEST(Roofline, RejectsBadEfficienciesAndWork) {
   EXPECT_THROW(RooflineModel(typo, scenario::BF16), Error);
   RooflineModel m(hgx_hopper(1).gpu(), scenario::BF16);
   EXPECT_THROW(m.time(op(ir::GEMM, -1, 0)), Error);
+}
+
+// A per-shape model on the test H100: 128×128 tiles, one per SM, and a K
+// ramp of 64; FlashAttention blocks of 128 queries with 100 keys of overhead.
+scenario::GpuSpec hopper_with_shapes() {
+  scenario::GpuSpec gpu = hgx_hopper(1).gpu();
+  auto* s = gpu.mutable_shape_model();
+  auto* t = s->add_gemm_tiles();
+  t->set_m(128);
+  t->set_n(128);
+  s->set_gemm_ctas_per_sm(1);
+  s->set_gemm_k_overhead(64);
+  s->set_gemm_max_split_k(1);
+  s->set_attention_block_q(128);
+  s->set_attention_kv_overhead(100);
+  s->set_attention_head_dim_overhead(0);
+  testing::set_efficiency(&gpu, "ATTENTION", 0.7, 0.85);
+  return gpu;
+}
+
+ir::Compute shaped(ir::OpClass cls, std::vector<int64_t> shape, double flops, double bytes) {
+  ir::Compute c = op(cls, flops, bytes);
+  for (int64_t d : shape) c.add_shape(d);
+  return c;
+}
+
+// 143 tiles of 128×128 on 132 SMs run in two waves, 143/264 full, and K =
+// 192 runs its main loop at 192/256: the FLOP roof slows by both factors.
+TEST(Roofline, ShapeFactorSlowsTheFlopRoof) {
+  const RooflineModel m(hopper_with_shapes(), scenario::BF16);
+  const int64_t M = 128 * 13, N = 128 * 11, K = 192;
+  const double flops = 2.0 * M * N * K;
+  const ir::Compute g = shaped(ir::GEMM, {M, N, K}, flops, 0);
+  const double factor = 143.0 / 264.0 * 192.0 / 256.0;
+  EXPECT_DOUBLE_EQ(m.flops_efficiency(g), 0.8 * factor);
+  EXPECT_EQ(m.time(g), TimeNs::from_seconds(flops / (989e12 * 0.8 * factor) + 3e-6));
+  // The same GEMM memory-bound: bytes do not care about tiles.
+  const double bytes = flops / (989e12 * 0.8 * factor) * 3350e9 * 0.85 * 4;
+  EXPECT_EQ(m.time(shaped(ir::GEMM, {M, N, K}, flops, bytes)), TimeNs::from_seconds(bytes / (3350e9 * 0.85) + 3e-6));
+  // Memory-bound classes keep their roofline: the launch overhead is their floor.
+  EXPECT_EQ(m.time(shaped(ir::LAYERNORM, {4096, 8192}, 0, 0)), TimeNs(3000));
+}
+
+// Attention: 16 × 16 × (4096/128) CTAs = 62 waves of 132 (8192 CTAs) each
+// paying 100 keys on 4096 — the schedule's own result, applied to the class.
+TEST(Roofline, AttentionUsesItsSchedule) {
+  const scenario::GpuSpec gpu = hopper_with_shapes();
+  const RooflineModel m(gpu, scenario::BF16);
+  const ir::Compute a = shaped(ir::ATTENTION, {16, 16, 4096, 4096, 128, 0, 16}, 1e12, 0);
+  const double factor = m.shapes().attention(16, 16, 4096, 4096, 128, false).factor;
+  EXPECT_LT(factor, 4096.0 / 4196.0);
+  EXPECT_GT(factor, 0.9 * 4096.0 / 4196.0);
+  EXPECT_DOUBLE_EQ(m.flops_efficiency(a), 0.7 * factor);
+  EXPECT_EQ(m.time(a), TimeNs::from_seconds(1e12 / (989e12 * 0.7 * factor) + 3e-6));
+}
+
+// `flat: true` is lacuna's roofline before per-shape efficiency, to the
+// nanosecond, for any op.
+TEST(Roofline, FlatSwitchReproducesTheClassRoofline) {
+  scenario::GpuSpec flat = hopper_with_shapes();
+  flat.mutable_shape_model()->set_flat(true);
+  scenario::GpuSpec old = hopper_with_shapes();
+  old.clear_shape_model();
+  const RooflineModel a(flat, scenario::BF16), b(old, scenario::BF16), shaped_model(hopper_with_shapes(), scenario::BF16);
+  std::mt19937_64 rng(3);
+  std::uniform_int_distribution<int64_t> dim(1, 20000);
+  std::uniform_real_distribution<double> work(0, 1e13);
+  int differs = 0;
+  for (int i = 0; i < 2000; ++i) {
+    const ir::OpClass cls = i % 3 == 0 ? ir::GEMM : i % 3 == 1 ? ir::ATTENTION : ir::RMSNORM;
+    const std::vector<int64_t> shape = cls == ir::GEMM        ? std::vector<int64_t>{dim(rng), dim(rng), dim(rng)}
+                                       : cls == ir::ATTENTION ? std::vector<int64_t>{1, 8, 2048, 2048, 128, 1, 8}
+                                                              : std::vector<int64_t>{dim(rng), dim(rng)};
+    const ir::Compute c = shaped(cls, shape, work(rng), work(rng) / 100);
+    ASSERT_EQ(a.time(c), b.time(c));
+    if (shaped_model.time(c) != b.time(c)) ++differs;
+  }
+  EXPECT_GT(differs, 100);  // and the shaped model really is different
 }
 
 }  // namespace

@@ -55,16 +55,53 @@ constexpr const char* kA100Head = R"pb(
     hbm_bandwidth_gb_per_s: 2039  # [DS] 2.04 TB/s HBM2e
     hbm_capacity_gib: 80
     num_sms: 108
-    # Effective efficiency of Megatron's layer GEMMs (forward, dgrad, wgrad,
-    # attention batched GEMMs) on A100, not a peak-GEMM figure: fitted so that
-    # one simulated GPT-22B layer (h 6144, TP 8, b 4, s 2048, no recompute)
-    # takes SAR's measured 7.7 + 11.9 ms forward + backward (Korthikanti et
-    # al., per-layer timings; models-and-hardware.md §6). The other four layer
-    # configurations (SP, full, selective, selective + SP) then agree within
-    # 3.5 % (docs/validation.md). Isolated large GEMMs reach ≈240–250 / 312.
-    efficiency { key: "GEMM" value { flops: 0.68 memory: 0.8 } }
-    # FlashAttention-2 forward ≈0.5–0.6 of peak on A100.
-    efficiency { key: "ATTENTION" value { flops: 0.55 memory: 0.8 } }
+    # GEMM flops: a perfectly tiled, full-wave, infinitely long-K GEMM
+    # (docs/cost-model.md#per-shape-efficiency). Derived, not fitted to any
+    # training run: the best bf16 matmul measured on A100-SXM (MAMF, 271.2
+    # TFLOP/s at 1024×10240×5120, stas00/ml-engineering
+    # compute/accelerator/README.md) divided by this preset's shape factor for
+    # that shape (0.947) after its 4 µs overhead: 0.927 → 0.93. Sources range
+    # 0.87 (MAMF, sustained torch.mm) to 0.93 (NVIDIA's cuBLAS 11 blog, 291 at
+    # 8192³); MAMF chosen: it is what a training framework's cuBLAS call gets.
+    efficiency { key: "GEMM" value { flops: 0.93 memory: 0.8 } }
+    # ATTENTION flops: FlashAttention-2 (what Megatron with Transformer Engine
+    # runs on Ampere: TE's cuDNN-first rule is for sm90+) at infinite sequence
+    # and head dim, with the shape_model's kv and head-dim overheads: a
+    # least-squares fit of the model to FA2's published forward+backward
+    # non-causal A100 curves (hdim 64 and 128, seq 512–16k, Dao-AILab/
+    # flash-attention assets/flash2_a100_fwd_bwd_benchmark.png): 0.77. The
+    # causal curves are predictions (docs/cost-model.md).
+    efficiency { key: "ATTENTION" value { flops: 0.77 memory: 0.8 } }
+    shape_model {
+      # cuBLAS's Ampere bf16 tiles in public nsys profiles
+      # (ampere_bf16_s16816gemm_bf16_{256x128,128x256}_ldg8_f2f_stages_64x3,
+      # ..._128x128_..._stages_32x5). CTAs per SM by shared memory (167,936 B
+      # per SM): (256+128)·64·2 B·3 stages = 147,456 B → 1; 128×128 with 5
+      # stages of 32: (128+128)·32·2·5 = 81,920 B → 2.
+      gemm_tiles { m: 256 n: 128 ctas_per_sm: 1 }
+      gemm_tiles { m: 128 n: 256 ctas_per_sm: 1 }
+      gemm_tiles { m: 128 n: 128 ctas_per_sm: 2 }
+      gemm_ctas_per_sm: 1
+      # Prologue + epilogue of a 256×128×64 tile in K (arithmetic; Ampere
+      # cuBLAS kernels do not overlap the epilogue): one 64-deep k-step is
+      # 256·128·64 MAC at 312e12/2/108 MAC/s per SM = 1.45 µs; a wave's
+      # epilogue stores 108 × 256·128·2 B = 7.1 MB at 2039 GB/s = 3.47 µs; plus
+      # one k-step of pipeline fill: 64 × (3.47/1.45 + 1) = 217. Range 74
+      # (Hopper cuBLAS, measured, epilogue overlapped) – 217.
+      gemm_k_overhead: 217
+      # Split-K factors cuBLAS uses are not documented (NVIDIA's cuBLASLt
+      # tuning sample tries 2–32). Against NVIDIA's A100 cuBLAS curve for
+      # 256–1280³ (CUDA 11 blog, Fig. 6): no split under-predicts every point
+      # by ≥ 29 %, ≥ 3 over-predicts 1024³ by 38 %, 2 is within −46…+12 %; 2
+      # chosen. Those points are therefore not independent checks.
+      gemm_max_split_k: 2
+      # FlashAttention-2's sm80 forward: kBlockM = 128 query rows per CTA for
+      # head dims 64 and 128 (csrc/flash_attn/src/flash_fwd_launch_template.h).
+      attention_block_q: 128
+      # Least-squares fit over the same FA2 non-causal curves as ATTENTION above.
+      attention_kv_overhead: 177
+      attention_head_dim_overhead: 22
+    }
 )pb";
 constexpr const char* kA100Tail = R"pb(
     # Launch + ramp of back-to-back kernels, a few µs; Ampere's is the slower.
@@ -80,10 +117,49 @@ constexpr const char* kA100Tail = R"pb(
 
 // Hopper compute efficiencies, shared by H100 and H200 (same SMs and clocks).
 constexpr const char* kHopperComputeHead = R"pb(
-    # 8192³ bf16 GEMM measured ≈798 of 989 TFLOP/s [MEAS] (H200 769–798).
-    efficiency { key: "GEMM" value { flops: 0.8 memory: 0.85 } }
-    # FA2 ≈0.35 of Hopper peak, FA3/cuDNN fused attention ≈0.6–0.75: 0.5 between.
-    efficiency { key: "ATTENTION" value { flops: 0.5 memory: 0.85 } }
+    # GEMM flops: a perfectly tiled, full-wave, infinitely long-K GEMM. The
+    # 8192³ bf16 GEMM measured at ≈798 of 989 TFLOP/s [MEAS] divided by this
+    # preset's shape factor for 8192³ (0.961) after its 3 µs overhead: 0.841
+    # → 0.84. Range: 0.85 from MAMF (794.5 at 2048×2048×13312, stas00/
+    # ml-engineering), 0.70 from the cuBLAS column of Triton's Gluon
+    # persistence tutorial (665 TFLOP/s at 8192×8192×16384). H200: MAMF "the
+    # same as H100", [MEAS] 769–798: same value.
+    efficiency { key: "GEMM" value { flops: 0.84 memory: 0.85 } }
+    # ATTENTION flops: cuDNN fused attention, which Transformer Engine picks
+    # over FlashAttention on sm90+ "for performance reasons" (TE
+    # pytorch/attention/dot_product_attention/utils.py, get_attention_backend),
+    # at infinite sequence and head dim: least-squares fit of the model to
+    # cuDNN's forward+backward non-causal H100 curves (hdim 64 and 128, seq
+    # 512–16k) from the FlashAttention-3 paper (Shah et al. 2024): forward
+    # figure read [R]; backward figure [M] (two independent transcriptions
+    # agree digit for digit; the primary figure was not opened). 0.78. At
+    # hdim 128 and 16k this is 0.54 of peak; FA2 reaches 0.34, FA3 ≈0.59.
+    efficiency { key: "ATTENTION" value { flops: 0.78 memory: 0.85 } }
+    shape_model {
+      # cuBLAS's sm90 bf16 tiles in public profiles: tilesize256x128x64 and
+      # tilesize128x128x64 (the 64-wide tiles seen in small-batch serving are
+      # left out: nothing sourced says how fast they run). One CTA per SM:
+      # CUTLASS's sm90 builders size the pipeline to fill shared memory
+      # (compute_stage_count_or_override with StageCountAutoCarveout).
+      gemm_tiles { m: 256 n: 128 }
+      gemm_tiles { m: 128 n: 128 }
+      gemm_ctas_per_sm: 1
+      # cuBLAS on H100 at M = N = 8192, K = 512…16384 (Triton Gluon tutorial
+      # 07-persistence.py, Hopper table: 588, 588, 616, 646, 661, 665 TFLOP/s):
+      # least-squares K / (K + k) over the six points, 74. Points K ≥ 2048
+      # alone give 196: cuBLAS switches kernels at small K. Hopper cuBLAS is
+      # warp-specialized and overlaps its epilogue, hence far below the
+      # non-overlapped arithmetic (A100 preset).
+      gemm_k_overhead: 74
+      # As the A100 preset (no Hopper small-GEMM data found).
+      gemm_max_split_k: 2
+      # FlashAttention-3's hdim-128 forward: 128 query rows per CTA
+      # (hopper/flash_fwd_launch_template.h); cuDNN's block is not published.
+      attention_block_q: 128
+      # Least-squares fit over the same cuDNN non-causal curves as ATTENTION.
+      attention_kv_overhead: 284
+      attention_head_dim_overhead: 44
+    }
 )pb";
 constexpr const char* kHopperComputeTail = R"pb(
     # Hopper launches and ramps faster than Ampere: 3 µs.

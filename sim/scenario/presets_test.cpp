@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "sim/cost/roofline.h"
 #include "sim/proto/program.pb.h"
 #include "sim/scenario/test_support.h"
 
@@ -155,6 +156,132 @@ TEST(Resolution, PrecisionWithoutPeakAndNoPreset) {
   text = replace_once(text, "precision: BF16", "precision: FP8");
   const Error e = error_of(text, Format::kText);
   EXPECT_EQ(e.where().field, "cluster.gpu.peak_fp8_tflops");
+}
+
+// Predicted achieved TFLOP/s of one kernel under a preset, as lacuna times it.
+double predicted_tflops(const std::string& preset, ir::OpClass cls, std::vector<int64_t> shape, double flops) {
+  const cost::RooflineModel m(hardware_preset(preset).gpu(), BF16);
+  ir::Compute op;
+  op.set_op_class(cls);
+  for (int64_t d : shape) op.add_shape(d);
+  op.set_flops(flops);
+  return flops / m.time(op).seconds() / 1e12;
+}
+
+// Every preset has a complete per-shape model, and it is not flat.
+TEST(Presets, ShapeModelIsComplete) {
+  for (const auto& name : hardware_preset_names()) {
+    const KernelShapeModel& s = hardware_preset(name).gpu().shape_model();
+    EXPECT_FALSE(s.has_flat() && s.flat()) << name;
+    EXPECT_GE(s.gemm_tiles_size(), 2) << name;
+    EXPECT_TRUE(s.has_gemm_ctas_per_sm() && s.has_gemm_k_overhead() && s.has_gemm_max_split_k()) << name;
+    EXPECT_TRUE(s.has_attention_block_q() && s.has_attention_kv_overhead() && s.has_attention_head_dim_overhead())
+        << name;
+    const cost::KernelEfficiency e(s, hardware_preset(name).gpu().num_sms());
+    EXPECT_TRUE(e.gemm_by_shape() && e.attention_by_shape()) << name;
+  }
+}
+
+// GEMM flops efficiency is derived from one measured large GEMM per GPU
+// (presets.cpp): the preset must give that measurement back (to its
+// two-decimal rounding), and a GEMM's efficiency never exceeds the class's.
+TEST(Presets, GemmEfficiencyReproducesItsSourceMeasurement) {
+  const double mamf = predicted_tflops("a100-80gb-sxm", ir::GEMM, {1024, 10240, 5120}, 2.0 * 1024 * 10240 * 5120);
+  EXPECT_NEAR(mamf, 271.2, 0.01 * 271.2);  // stas00/ml-engineering MAMF, A100-SXM
+  const double h100 = predicted_tflops("h100-sxm", ir::GEMM, {8192, 8192, 8192}, 2.0 * 8192 * 8192 * 8192);
+  EXPECT_NEAR(h100, 798, 0.01 * 798);  // shared/reference/models-and-hardware.md §2
+  for (const auto& name : hardware_preset_names()) {
+    const cost::RooflineModel m(hardware_preset(name).gpu(), BF16);
+    const double cls = hardware_preset(name).gpu().efficiency().at("GEMM").flops();
+    for (int64_t n : {512, 2048, 4096, 8192, 16384}) {
+      ir::Compute op;
+      op.set_op_class(ir::GEMM);
+      for (int64_t d : {n, n, n}) op.add_shape(d);
+      EXPECT_LE(m.flops_efficiency(op), cls) << name << " " << n;
+      EXPECT_GT(m.flops_efficiency(op), 0) << name << " " << n;
+    }
+  }
+}
+
+// ATTENTION is derived from the published FlashAttention-2 (A100) and cuDNN
+// (H100) forward+backward curves: lacuna's forward and backward kernels of
+// the benchmark's largest non-causal hdim-128 point (batch 1, 16 heads,
+// 16k) must give it back within the fit's residual (≤ 4 %).
+TEST(Presets, AttentionEfficiencyReproducesItsSourceCurves) {
+  auto fwd_bwd = [](const std::string& preset, double fwd_flops) {
+    const double f = predicted_tflops(preset, ir::ATTENTION, {1, 16, 16384, 16384, 128, 0, 16}, fwd_flops);
+    const double b = predicted_tflops(preset, ir::ATTENTION, {1, 16, 16384, 16384, 128, 0, 16}, 2.5 * fwd_flops);
+    return 3.5 * fwd_flops / (fwd_flops / f + 2.5 * fwd_flops / b);
+  };
+  const double flops = 4.0 * 16384 * 16384 * 16 * 128;
+  EXPECT_NEAR(fwd_bwd("a100-80gb-sxm", flops), 203, 0.04 * 203);  // FA2, A100 (Dao-AILab/flash-attention)
+  EXPECT_NEAR(fwd_bwd("h100-sxm", flops), 536, 0.04 * 536);       // cuDNN, H100 (FA3 paper figures)
+}
+
+TEST(Resolution, ShapeModelFieldsOverrideOneByOne) {
+  const auto s = load_with_cluster("  gpu { shape_model { gemm_k_overhead: 0 attention_block_q: 64 } }\n");
+  const KernelShapeModel& m = s.cluster().gpu().shape_model();
+  const KernelShapeModel& preset = hardware_preset("h100-sxm").gpu().shape_model();
+  EXPECT_EQ(m.gemm_k_overhead(), 0);
+  EXPECT_EQ(m.attention_block_q(), 64);
+  EXPECT_EQ(m.attention_kv_overhead(), preset.attention_kv_overhead());
+  EXPECT_EQ(m.gemm_tiles_size(), preset.gemm_tiles_size()) << "the preset's tiles are kept, not doubled";
+  EXPECT_FALSE(m.has_flat());
+}
+
+TEST(Resolution, ScenarioTilesReplaceThePresetsList) {
+  const auto s = load_with_cluster("  gpu { shape_model { gemm_tiles { m: 64 n: 64 ctas_per_sm: 4 } } }\n");
+  const KernelShapeModel& m = s.cluster().gpu().shape_model();
+  ASSERT_EQ(m.gemm_tiles_size(), 1);
+  EXPECT_EQ(m.gemm_tiles(0).m(), 64);
+  EXPECT_EQ(m.gemm_k_overhead(), hardware_preset("h100-sxm").gpu().shape_model().gemm_k_overhead());
+}
+
+TEST(Resolution, FlatSwitchOnAPreset) {
+  const auto s = load_with_cluster("  gpu { shape_model { flat: true } }\n");
+  EXPECT_TRUE(s.cluster().gpu().shape_model().flat());
+  EXPECT_EQ(s.cluster().gpu().shape_model().gemm_tiles_size(),
+            hardware_preset("h100-sxm").gpu().shape_model().gemm_tiles_size());
+}
+
+// Without a preset the shape model must be given, or switched off.
+TEST(Resolution, WithoutPresetTheShapeModelIsRequired) {
+  const std::string text = read_source("scenarios/hardware/h100-node-no-preset.pbtxt");
+  const auto begin = text.find("    shape_model {");
+  const auto end = text.find("    }\n", begin) + 6;
+  ASSERT_NE(begin, std::string::npos);
+  const std::string without = text.substr(0, begin) + text.substr(end);
+  const Error e = error_of(without, Format::kText);
+  EXPECT_EQ(e.where().field, "cluster.gpu.shape_model.gemm_tiles");
+  EXPECT_EQ(e.problem(), "is not set");
+  EXPECT_THAT(e.fix(), HasSubstr("flat: true"));
+  // `flat: true` alone is enough.
+  const std::string flat = text.substr(0, begin) + "    shape_model { flat: true }\n" + text.substr(end);
+  EXPECT_TRUE(parse_scenario(flat, Format::kText, "t.pbtxt").spec.cluster().gpu().shape_model().flat());
+  // A missing field in a given model is named.
+  EXPECT_EQ(error_of(replace_once(text, "      gemm_k_overhead: 74\n", ""), Format::kText).where().field,
+            "cluster.gpu.shape_model.gemm_k_overhead");
+}
+
+TEST(Resolution, ShapeModelRangesAreChecked) {
+  EXPECT_EQ(error_of(replace_once(read_source("scenarios/hardware/h100-node-no-preset.pbtxt"),
+                                  "gemm_tiles { m: 128 n: 128 }", "gemm_tiles { m: 128 n: 0 }"),
+                     Format::kText)
+                .where()
+                .field,
+            "cluster.gpu.shape_model.gemm_tiles[1].n");
+  EXPECT_EQ(error_of(replace_once(read_source("scenarios/hardware/h100-node-no-preset.pbtxt"),
+                                  "attention_kv_overhead: 284", "attention_kv_overhead: -1"),
+                     Format::kText)
+                .where()
+                .field,
+            "cluster.gpu.shape_model.attention_kv_overhead");
+  EXPECT_EQ(error_of(replace_once(read_source(kSmall), "  num_nodes: 1\n",
+                                  "  num_nodes: 1\n  gpu { shape_model { gemm_max_split_k: 0 } }\n"),
+                     Format::kText)
+                .where()
+                .field,
+            "cluster.gpu.shape_model.gemm_max_split_k");
 }
 
 }  // namespace

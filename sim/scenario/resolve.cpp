@@ -15,6 +15,10 @@ Cluster resolve_cluster(const Cluster& user, const SourceMap& locations) {
   // efficiency map ourselves.
   Cluster rest = user;
   rest.mutable_gpu()->clear_efficiency();
+  // MergeFrom appends repeated fields: a scenario that lists gemm_tiles means
+  // its own list, so it replaces the preset's (the other shape_model fields
+  // merge one by one like any optional field).
+  if (user.gpu().shape_model().gemm_tiles_size() > 0) out.mutable_gpu()->mutable_shape_model()->clear_gemm_tiles();
   out.MergeFrom(rest);
   auto& merged = *out.mutable_gpu()->mutable_efficiency();
   for (const auto& [op_class, eff] : user.gpu().efficiency()) merged[op_class].MergeFrom(eff);

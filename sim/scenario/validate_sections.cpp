@@ -81,6 +81,46 @@ std::string op_class_keys() {
   return out + "DEFAULT";
 }
 
+// The per-shape kernel model (docs/scenario.md#per-shape-kernel-model):
+// after the preset has filled it, every field is needed unless `flat: true`
+// switches shapes off; whatever is given must be in range either way.
+void check_shape_model(const Checker& c, const KernelShapeModel& s, bool preset) {
+  const std::string p = "cluster.gpu.shape_model";
+  const bool flat = s.has_flat() && s.flat();
+  bool every_tile_has_ctas = s.gemm_tiles_size() > 0;
+  for (int i = 0; i < s.gemm_tiles_size(); ++i) {
+    const GemmTile& t = s.gemm_tiles(i);
+    const std::string tp = p + ".gemm_tiles[" + std::to_string(i) + "]";
+    c.count(tp + ".m", t.m(), 1024, "the output rows one CTA computes, e.g. 256");
+    c.count(tp + ".n", t.n(), 1024, "the output columns one CTA computes, e.g. 128");
+    if (t.ctas_per_sm() < 0 || t.ctas_per_sm() > 64)
+      c.fail(tp + ".ctas_per_sm", "must be in [0, 64], got " + std::to_string(t.ctas_per_sm()),
+             "0 takes gemm_ctas_per_sm");
+    every_tile_has_ctas = every_tile_has_ctas && t.ctas_per_sm() > 0;
+  }
+  auto need = [&](const std::string& field, bool has) {
+    if (has || flat) return;
+    c.fail(p + "." + field, "is not set",
+           std::string(preset ? "set it" : "give the per-shape kernel model (docs/scenario.md#per-shape-kernel-model), "
+                                            "use preset: \"h100-sxm\"") +
+               ", or set cluster.gpu.shape_model.flat: true to time every kernel at its class efficiency");
+  };
+  need("gemm_tiles", s.gemm_tiles_size() > 0);
+  need("gemm_ctas_per_sm", s.has_gemm_ctas_per_sm() || every_tile_has_ctas);
+  need("gemm_k_overhead", s.has_gemm_k_overhead());
+  need("gemm_max_split_k", s.has_gemm_max_split_k());
+  need("attention_block_q", s.has_attention_block_q());
+  need("attention_kv_overhead", s.has_attention_kv_overhead());
+  need("attention_head_dim_overhead", s.has_attention_head_dim_overhead());
+  if (s.has_gemm_ctas_per_sm()) c.count(p + ".gemm_ctas_per_sm", s.gemm_ctas_per_sm(), 64);
+  if (s.has_gemm_k_overhead()) c.real(p + ".gemm_k_overhead", s.gemm_k_overhead(), 1e6, true);
+  if (s.has_gemm_max_split_k()) c.count(p + ".gemm_max_split_k", s.gemm_max_split_k(), 64, "1 disables split-K");
+  if (s.has_attention_block_q()) c.count(p + ".attention_block_q", s.attention_block_q(), 1024, "e.g. 128");
+  if (s.has_attention_kv_overhead()) c.real(p + ".attention_kv_overhead", s.attention_kv_overhead(), 1e7, true);
+  if (s.has_attention_head_dim_overhead())
+    c.real(p + ".attention_head_dim_overhead", s.attention_head_dim_overhead(), 1e5, true);
+}
+
 }  // namespace
 
 void validate_cluster(const Scenario& spec, const Checker& c) {
@@ -137,6 +177,7 @@ void validate_cluster(const Scenario& spec, const Checker& c) {
   need("cluster.gpu.efficiency[DEFAULT]", def != eff.end());
   need("cluster.gpu.efficiency[DEFAULT].flops", def->second->has_flops());
   need("cluster.gpu.efficiency[DEFAULT].memory", def->second->has_memory());
+  check_shape_model(c, g.shape_model(), preset);
 
   check_link(c, cl.nvlink(), "cluster.nvlink", need);
   need("cluster.nvls", cl.has_nvls());

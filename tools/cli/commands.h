@@ -23,5 +23,6 @@ void add_devices_command(CLI::App& app, Action& action);
 void add_version_command(CLI::App& app, Action& action);
 void add_calibrate_command(CLI::App& app, Action& action);
 void add_ablate_command(CLI::App& app, Action& action);
+void add_efficiency_command(CLI::App& app, Action& action);
 
 }  // namespace lacuna::cli

@@ -26,6 +26,7 @@ int run(int argc, char** argv) {
   lacuna::cli::add_calibrate_command(app, action);
   lacuna::cli::add_ablate_command(app, action);
   lacuna::cli::add_validate_command(app, action);
+  lacuna::cli::add_efficiency_command(app, action);
   lacuna::cli::add_presets_command(app, action);
   lacuna::cli::add_devices_command(app, action);
   lacuna::cli::add_version_command(app, action);
