@@ -106,7 +106,12 @@ PlannerResult plan_optimus(const scenario::LoadedScenario& scenario, const cost:
                 "set parallel.cp: 1 (raise dp instead), or use placement HETEROGENEOUS");
 
   PlannerResult out;
-  out.llm = compiler::compile(llm_only(scenario));
+  // The bubble scheduler does not model the per-microbatch batch broadcast
+  // over TP yet (its encoder placements can then cross it into a cycle between
+  // TP ranks): Optimus programs leave it out (docs/placements.md, limits).
+  scenario::LoadedScenario llm = llm_only(scenario);
+  llm.spec.mutable_execution()->set_batch_broadcast(scenario::BROADCAST_NONE);
+  out.llm = compiler::compile(llm);
   out.timeline = llm_timeline(out.llm, cost);
   const auto& info = out.llm.info();
   Geometry llm_geo;

@@ -653,22 +653,30 @@ struct BubbleScheduler::Impl {
     // statistics group (every rank with the distributed optimizer) and the
     // host waits for it: no GPU's step finishes before the last GPU has
     // started its own, so every step starts at the latest start.
-    // What the LLM runs between its last pass and its first optimizer kernel
-    // (the final DP wait, the norms' and the tied embedding's all-reduces)
-    // follows encoder POST work that overran it.
+    // When the step waits for a collective across stages (StageTimeline::
+    // step_sync: the gradient norm's or the tied embedding's all-reduce, read
+    // on the host), no GPU's step ends before every GPU has started its own:
+    // every step then starts at the latest start, and what the LLM runs
+    // between its last pass and its first optimizer kernel (the norms' and
+    // the embedding's all-reduces) follows encoder POST work that overran it.
+    bool step_sync = false;
+    for (int32_t g = 0; g < G; ++g) step_sync |= stage_of(g).step_sync;
     int64_t step_start = kNever;
-    for (int32_t g = 0; g < G; ++g) {
-      const StageTimeline& st = stage_of(g);
-      const int64_t post = post_end[static_cast<size_t>(g)];
-      step_start = std::max(step_start, std::max(st.post_end_ns, post == kNever ? kNever : post + (st.post_end_ns - st.post_start_ns)));
-    }
+    if (step_sync)
+      for (int32_t g = 0; g < G; ++g) {
+        const StageTimeline& st = stage_of(g);
+        const int64_t post = post_end[static_cast<size_t>(g)];
+        step_start = std::max(step_start, std::max(st.post_end_ns, post == kNever ? kNever
+                                                                                  : post + (st.post_end_ns - st.post_start_ns)));
+      }
     int64_t worst_end = kNever;
     int32_t worst_g = -1;
     bool worst_by_reduce = false;
     for (int32_t g = 0; g < G; ++g) {
       const StageTimeline& st = stage_of(g);
       const StageWork& sw = work_of(g);
-      const int64_t llm_end = step_start + delta + st.optimizer_ns;
+      const int64_t post = post_end[static_cast<size_t>(g)];
+      const int64_t llm_end = (step_sync ? step_start : std::max(st.post_end_ns, post)) + delta + st.optimizer_ns;
       int64_t end = std::max(llm_end, st.end_ns + delta);
       bool by_reduce = false;
       if (sw.trains()) {

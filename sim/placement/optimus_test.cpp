@@ -375,9 +375,9 @@ TEST(Optimus, SimulatedProgramsKeepEveryDependency) {
     EXPECT_GE(r.end, o.llm_only_iteration_ns());
     // The same plan under every execution mechanism of the software's
     // defaults: the dependencies still hold (the estimate does not model
-    // the batch broadcast and the step's global syncs, docs/placements.md).
+    // blocking p2p and the step's global syncs, docs/placements.md).
     auto full = s;
-    full.spec.mutable_execution()->clear_batch_broadcast();
+    full.spec.mutable_execution()->clear_pipeline_p2p();
     full.spec.mutable_execution()->clear_step_stats_sync();
     full.spec.mutable_execution()->clear_clip_grad();
     check_invariants(full, plan_and_simulate(full), false);

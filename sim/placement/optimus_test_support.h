@@ -23,9 +23,9 @@ struct SmallMllm {
   bool coarse_only = false;
   int64_t max_splits = 0;
   // The execution mechanisms the bubble scheduler's estimate models: true
-  // turns off the three it does not model yet (the batch broadcast over TP
-  // at each forward, and the gradient-norm and step-statistics all-reduces
-  // read on the host, which synchronize every rank at the step).
+  // runs the pipeline p2p overlapped (the scheduler assumes sends that never
+  // block compute) and turns off the gradient-norm and step-statistics
+  // all-reduces read on the host (they synchronize every rank at the step).
   bool scheduler_semantics = true;
 };
 
@@ -51,7 +51,7 @@ inline scenario::LoadedScenario make_mllm(const SmallMllm& m) {
   }
   if (m.scheduler_semantics) {
     auto* x = spec.mutable_execution();
-    x->set_batch_broadcast(scenario::BROADCAST_NONE);
+    x->set_pipeline_p2p(scenario::P2P_OVERLAPPED);
     x->set_step_stats_sync(false);
     x->set_clip_grad(0);
     if (getenv("X_NAN")) x->set_nan_check(false);

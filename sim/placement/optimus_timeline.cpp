@@ -132,6 +132,9 @@ StageTimeline read_stage(const ir::RankClass& cls, const ComputeRecorder::Slot& 
   // kernel to the compute stream's last op: the gradient norm's all-reduce
   // and host syncs, the clip, Adam, the weight copy, the step statistics.
   t.optimizer_ns = slot.end[static_cast<size_t>(n - 1)] - t.post_end_ns;
+  for (const ir::Stream& st : cls.streams())
+    for (const ir::Op& op : st.ops())
+      t.step_sync |= op.has_collective() && op.phase() == ir::OPTIMIZER_STEP;
 
   int64_t memory = 0;
   for (int32_t i = 0; i < n; ++i) {

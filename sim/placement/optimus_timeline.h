@@ -47,6 +47,10 @@ struct StageTimeline {
   int64_t post_start_ns = 0;   // the compute stream reaches post_position
   int64_t post_end_ns = 0;     // the LLM optimizer step's first kernel starts
   int64_t optimizer_ns = 0;    // the step, to the compute stream's last op
+  // The step waits for a collective across stages (the gradient norm's or
+  // the tied embedding's all-reduce, a sync-stream collective of phase
+  // OPTIMIZER_STEP): no stage's step ends before every stage has reached it.
+  bool step_sync = false;
   int64_t end_ns = 0;          // last op end of this rank, any stream
   std::vector<Bubble> bubbles;  // steady-phase bubbles (PP / TP / DP / other), in time order
   int64_t peak_activation_bytes = 0;  // running sum of the compute ops' memory deltas, maximum
