@@ -20,9 +20,9 @@ namespace lacuna::engine {
 
 // What a queued event completes.
 struct EngineEvent {
-  enum Kind : uint32_t { kOpDone, kCollectiveDone, kTransferDone };
+  enum Kind : uint32_t { kOpDone, kCollectiveDone, kTransferDone, kHostIssued };
   Kind kind = kOpDone;
-  uint32_t index = 0;  // stream (kOpDone), collective instance, transfer
+  uint32_t index = 0;  // stream (kOpDone, kHostIssued), collective instance, transfer
 };
 
 enum class StreamStatus : uint8_t {
@@ -31,6 +31,7 @@ enum class StreamStatus : uint8_t {
   kBlockedWait,  // event counter below the wait's value
   kBlockedComm,  // collective or p2p not complete
   kBlockedSlot,  // a compute op waiting for one of SimulationOptions::compute_slots
+  kBlockedHost,  // the op is reached but its host has not issued it yet (a kHostIssued is queued)
   kDone,
 };
 
@@ -44,7 +45,11 @@ struct StreamState {
   int32_t prev_op = -1;  // the last finished op, for WaitCause
   StreamStatus status = StreamStatus::kIdle;
   TimeNs ready;
+  TimeNs issued;  // max(ready, when the host issued the op)
   TimeNs start;
+  // The host clock (docs/engine.md#host): when the host issued the stream's
+  // latest op. Stays 0 on streams without host costs.
+  TimeNs host;
   TimeNs prev_ready;
   TimeNs prev_start;
   TimeNs prev_end;
@@ -128,6 +133,13 @@ struct Simulator::Impl {
   // Event loop.
   void reset();
   void advance(uint32_t stream);
+  // Runs the stream's current op, already issued, from `now`: true when it
+  // finished at once (record, satisfied wait), false when the stream stopped.
+  bool dispatch(uint32_t stream, const FlatOp& op);
+  // The host issues the stream's current op (reached now); false when that is
+  // later than now: the stream then blocks until a kHostIssued event.
+  bool issue_on_host(uint32_t stream, const FlatOp& op);
+  void host_issued(uint32_t stream);
   void drain_worklist();
   void finish_op(uint32_t stream, TimeNs end, const WaitCause* cause);
   void wake_waiters(uint32_t rank, int32_t event, int64_t count, const WaitCause& cause);
