@@ -52,7 +52,7 @@ BlockedOp Simulator::Impl::describe_blocked(uint32_t sid) const {
   b.op = static_cast<int32_t>(st.cursor - st.begin);
   if (st.status == StreamStatus::kBlockedHost) {
     // Never part of a deadlock: its kHostIssued event is queued until it pops.
-    b.description = "not yet issued by its host (due at t = " + format_ms(st.issued) +
+    b.description = "not yet issued by its host (due at t = " + format_ms(host_clock[sid]) +
                     "; engine bug: its wake-up event is always queued)";
     return b;
   }

@@ -88,6 +88,7 @@ FlatClass flatten_class(const ir::RankClass& cls, int class_id, const cost::Cost
       }
       f.host_ns = op.host_ns();
       f.host_sync = op.host_sync();
+      f.has_host = f.host_ns != 0 || f.host_sync;
       out.ops.push_back(f);
       out.ir.push_back(&op);
     }

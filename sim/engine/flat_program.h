@@ -17,6 +17,9 @@ enum class OpKind : uint8_t { kCompute, kCollective, kSend, kRecv, kRecord, kWai
 
 struct FlatOp {
   OpKind kind = OpKind::kCompute;
+  // host_ns > 0 or host_sync: the stream may have to wait for its host. One
+  // byte beside `kind`, so ops without host costs cost one test.
+  bool has_host = false;
   bool host_sync = false;  // Op.host_sync: the host first waits for the stream
   ir::CollectiveKind collective = ir::COLLECTIVE_UNSPECIFIED;
   // Group slot (collective), peer slot (send/recv) or event (record/wait).
@@ -30,9 +33,6 @@ struct FlatOp {
   int64_t value = 0;
   int64_t tag = 0;       // send/recv
   int64_t fixed_ns = 0;  // collective/send: > 0 overrides the cost model
-
-  // The host side costs nothing: the stream never waits for its host.
-  bool host_free() const { return host_ns == 0 && !host_sync; }
 };
 // Ops are scanned once per event; the host fields took the place of the
 // channel (now only in Endpoint) so the record stays six words.

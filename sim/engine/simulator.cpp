@@ -158,6 +158,8 @@ void Simulator::Impl::reset() {
       streams.push_back(st);
     }
   }
+  host_clock.assign(streams.size(), TimeNs::zero());
+  host_reached.assign(streams.size(), TimeNs::zero());
   event_counts.assign(num_event_counters, 0);
   wait_mask.assign(ranks.size(), 0);
   issue_counts.assign(num_issue_counters, 0);
@@ -214,7 +216,7 @@ SimulationResult Simulator::Impl::run() {
         complete_transfer(ev.payload.index);
         break;
       case EngineEvent::kHostIssued:
-        host_issued(ev.payload.index);
+        advance(ev.payload.index);  // issue_on_host() resumes the op
         break;
     }
     if (!worklist.empty()) drain_worklist();
@@ -252,96 +254,87 @@ EventId Simulator::Impl::schedule_completion(TimeNs duration, EngineEvent event)
   return queue.schedule(now + duration, event);
 }
 
-// Inlined into advance(), the hot path; host_issued() is the other caller.
-[[gnu::always_inline]] inline bool Simulator::Impl::dispatch(uint32_t sid, const FlatOp& op) {
+void Simulator::Impl::advance(uint32_t sid) {
   StreamState& st = streams[sid];
   const SimRank& rk = ranks[st.rank];
   const FlatClass& fc = classes[rk.cls];
-  switch (op.kind) {
-    case OpKind::kCompute: {
-      if (options.compute_slots > 0 && fc.ir[st.cursor]->compute().fixed_duration_ns() <= 0) {
-        if (free_slots == 0) {
-          st.status = StreamStatus::kBlockedSlot;
-          slot_waiters[(slot_head + slot_count++) % slot_waiters.size()] = sid;
-          return false;
-        }
-        --free_slots;
-        st.holds_slot = true;
-      }
-      start_compute(sid);
-      return false;
-    }
-    case OpKind::kRecord: {
-      const int64_t count = ++event_counts[rk.event_base + op.slot];
-      WaitCause cause;
-      cause.valid = true;
-      cause.stream = st.local;
-      cause.op = st.prev_op;
-      cause.ready = st.prev_op >= 0 ? st.prev_ready : now;
-      cause.start = st.prev_op >= 0 ? st.prev_start : now;
-      cause.end = st.prev_op >= 0 ? st.prev_end : now;
-      finish_op(sid, now, nullptr);
-      wake_waiters(st.rank, op.slot, count, cause);
-      return true;
-    }
-    case OpKind::kWait:
-      if (event_counts[rk.event_base + op.slot] >= op.value) {
-        const WaitCause already_recorded;
-        finish_op(sid, now, &already_recorded);
-        return true;
-      }
-      st.status = StreamStatus::kBlockedWait;
-      if (st.local < 64) wait_mask[st.rank] |= uint64_t{1} << st.local;
-      return false;
-    case OpKind::kCollective:
-      st.status = StreamStatus::kBlockedComm;
-      arrive_collective(sid, op);
-      return false;
-    case OpKind::kSend:
-    case OpKind::kRecv:
-      st.status = StreamStatus::kBlockedComm;
-      post_p2p(sid, op);
-      return false;
-  }
-  return false;
-}
-
-void Simulator::Impl::advance(uint32_t sid) {
-  StreamState& st = streams[sid];
-  const FlatClass& fc = classes[ranks[st.rank].cls];
   while (st.cursor < st.end) {
     const FlatOp& op = fc.ops[st.cursor];
     st.ready = now;
-    st.issued = now;
     st.start = now;
-    if (!op.host_free() && !issue_on_host(sid, op)) return;
-    if (!dispatch(sid, op)) return;
+    if (op.has_host && !issue_on_host(sid, op)) return;
+    switch (op.kind) {
+      case OpKind::kCompute: {
+        if (options.compute_slots > 0 && fc.ir[st.cursor]->compute().fixed_duration_ns() <= 0) {
+          if (free_slots == 0) {
+            st.status = StreamStatus::kBlockedSlot;
+            slot_waiters[(slot_head + slot_count++) % slot_waiters.size()] = sid;
+            return;
+          }
+          --free_slots;
+          st.holds_slot = true;
+        }
+        start_compute(sid);
+        return;
+      }
+      case OpKind::kRecord: {
+        const int64_t count = ++event_counts[rk.event_base + op.slot];
+        WaitCause cause;
+        cause.valid = true;
+        cause.stream = st.local;
+        cause.op = st.prev_op;
+        cause.ready = st.prev_op >= 0 ? st.prev_ready : now;
+        cause.start = st.prev_op >= 0 ? st.prev_start : now;
+        cause.end = st.prev_op >= 0 ? st.prev_end : now;
+        finish_op(sid, now, nullptr);
+        wake_waiters(st.rank, op.slot, count, cause);
+        continue;
+      }
+      case OpKind::kWait:
+        if (event_counts[rk.event_base + op.slot] >= op.value) {
+          const WaitCause already_recorded;
+          finish_op(sid, now, &already_recorded);
+          continue;
+        }
+        st.status = StreamStatus::kBlockedWait;
+        if (st.local < 64) wait_mask[st.rank] |= uint64_t{1} << st.local;
+        return;
+      case OpKind::kCollective:
+        st.status = StreamStatus::kBlockedComm;
+        arrive_collective(sid, op);
+        return;
+      case OpKind::kSend:
+      case OpKind::kRecv:
+        st.status = StreamStatus::kBlockedComm;
+        post_p2p(sid, op);
+        return;
+    }
   }
   st.status = StreamStatus::kDone;
 }
 
 bool Simulator::Impl::issue_on_host(uint32_t sid, const FlatOp& op) {
   StreamState& st = streams[sid];
+  if (st.status == StreamStatus::kBlockedHost) {
+    // Its kHostIssued event: the host issued the op now; it was reached earlier.
+    st.status = StreamStatus::kIdle;
+    st.ready = host_reached[sid];
+    return true;
+  }
+  TimeNs& host = host_clock[sid];
   // host_sync: the host first waits for the stream to finish every earlier
   // op, i.e. until now, when the stream reached this one.
-  const TimeNs from = op.host_sync ? std::max(st.host, now) : st.host;
+  const TimeNs from = op.host_sync ? std::max(host, now) : host;
   if (op.host_ns > kMaxTimeNs - from.count()) {
     throw Error("simulated time exceeds the int64 nanosecond range (" + where(sid) + ": host_ns " +
                 std::to_string(op.host_ns) + " at host time " + std::to_string(from.count()) + " ns)");
   }
-  st.host = from + TimeNs(op.host_ns);
-  if (st.host <= now) return true;  // the host ran ahead: issued before the stream got here
-  st.issued = st.host;
+  host = from + TimeNs(op.host_ns);
+  if (host <= now) return true;  // the host ran ahead: issued before the stream got here
   st.status = StreamStatus::kBlockedHost;
-  queue.schedule(st.host, EngineEvent{EngineEvent::kHostIssued, sid});
+  host_reached[sid] = now;
+  queue.schedule(host, EngineEvent{EngineEvent::kHostIssued, sid});
   return false;
-}
-
-void Simulator::Impl::host_issued(uint32_t sid) {
-  StreamState& st = streams[sid];
-  st.status = StreamStatus::kIdle;
-  st.start = now;
-  if (dispatch(sid, current_op(st))) advance(sid);
 }
 
 void Simulator::Impl::start_compute(uint32_t sid) {
@@ -403,7 +396,7 @@ OpSpan Simulator::Impl::span_of(const StreamState& st, TimeNs end) const {
   span.op = static_cast<int32_t>(st.cursor - st.begin);
   span.ir = classes[ranks[st.rank].cls].ir[st.cursor];
   span.ready = st.ready;
-  span.issued = st.issued;
+  span.issued = std::max(st.ready, host_clock[static_cast<size_t>(&st - streams.data())]);
   span.start = st.start;
   span.end = end;
   return span;

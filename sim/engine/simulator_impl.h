@@ -45,11 +45,7 @@ struct StreamState {
   int32_t prev_op = -1;  // the last finished op, for WaitCause
   StreamStatus status = StreamStatus::kIdle;
   TimeNs ready;
-  TimeNs issued;  // max(ready, when the host issued the op)
   TimeNs start;
-  // The host clock (docs/engine.md#host): when the host issued the stream's
-  // latest op. Stays 0 on streams without host costs.
-  TimeNs host;
   TimeNs prev_ready;
   TimeNs prev_start;
   TimeNs prev_end;
@@ -133,13 +129,10 @@ struct Simulator::Impl {
   // Event loop.
   void reset();
   void advance(uint32_t stream);
-  // Runs the stream's current op, already issued, from `now`: true when it
-  // finished at once (record, satisfied wait), false when the stream stopped.
-  bool dispatch(uint32_t stream, const FlatOp& op);
   // The host issues the stream's current op (reached now); false when that is
-  // later than now: the stream then blocks until a kHostIssued event.
+  // later than now: the stream then blocks until a kHostIssued event, whose
+  // advance() comes back here and resumes the op (true).
   bool issue_on_host(uint32_t stream, const FlatOp& op);
-  void host_issued(uint32_t stream);
   void drain_worklist();
   void finish_op(uint32_t stream, TimeNs end, const WaitCause* cause);
   void wake_waiters(uint32_t rank, int32_t event, int64_t count, const WaitCause& cause);
@@ -197,6 +190,14 @@ struct Simulator::Impl {
 
   // Runtime state, reset by each run().
   std::vector<StreamState> streams;
+  // Per stream, its host clock (docs/engine.md#host): when the host issued the
+  // latest op the stream reached; stays 0 on streams without host costs. The
+  // current op's `issued` is max(ready, host_clock): an op without host costs
+  // leaves the clock at an earlier op's issue, never after its own ready, so
+  // the hot loop stores nothing for it. Kept apart from StreamState, which
+  // the loop touches for every op.
+  std::vector<TimeNs> host_clock;
+  std::vector<TimeNs> host_reached;  // while kBlockedHost: when the stream reached the op
   std::vector<int64_t> event_counts;
   // Per rank, bit s set while stream s (< 64) is blocked on a wait: a record
   // then only looks at those streams. Streams >= 64 are always checked.
