@@ -325,6 +325,31 @@ TEST(FeedObserversEndToEnd, MeasuredRunKeepsTheBubbleAccountingInvariant) {
   }
 }
 
+TEST(FeedObserversEndToEnd, TheExecutorIgnoresHostCostsAndReportsNoHostOverhead) {
+  // Host costs are the simulator's model of a host (docs/engine.md#host); the
+  // real one has its own. 10 s per op would make the iteration last a minute
+  // if they were honoured: the bound leaves four orders of magnitude.
+  ir::Program p = pipeline_program();
+  for (ir::RankClass& c : *p.mutable_classes()) {
+    for (ir::Stream& s : *c.mutable_streams()) {
+      for (ir::Op& op : *s.mutable_ops()) {
+        op.set_host_ns(10'000'000'000);
+        op.set_host_sync(true);
+      }
+    }
+  }
+  const ExecutionResult r = execute(p, {});
+  EXPECT_LT(r.end_ns, 10'000'000'000);
+  report::BubbleAccounting acc;
+  RecordingObserver obs;
+  feed_observers(p, r, 0, {&acc, &obs});
+  for (const engine::OpSpan& s : obs.spans) EXPECT_EQ(s.issued, s.ready) << s.rank << " " << s.stream << " " << s.op;
+  for (const report::RankAccount& ra : acc.ranks()) {
+    EXPECT_EQ(ra.bubble(report::Bubble::kHostOverhead), TimeNs(0));
+    EXPECT_EQ(ra.busy + ra.idle(), acc.iteration_time());
+  }
+}
+
 TEST(FeedObserversEndToEnd, TimelineOfAMeasuredRunHasEveryOpInOrder) {
   const ir::Program p = pipeline_program();
   const ExecutionResult r = execute(p, {});

@@ -234,5 +234,25 @@ TEST(ReplayRecorder, ItsPredictionReplaysTheSelectedRank) {
   }
 }
 
+TEST(ReplayRecorder, APredictionWithHostCostsReplaysToo) {
+  // The sender's host issues its send 30 µs late and after synchronising:
+  // the predicted recv of rank 1 starts no earlier than 100 + 30 µs, and
+  // rank 1 replayed alone against that prediction waits for it.
+  ir::Program p = two_rank_program();
+  ir::Op* send = p.mutable_classes(0)->mutable_streams(0)->mutable_ops(1);
+  send->set_host_ns(30'000);
+  send->set_host_sync(true);
+  Simulated sim;
+  simulate(p, {1}, sim);
+  const PredictedSpan* recv = sim.times.find(1, 0, 0);
+  ASSERT_NE(recv, nullptr);
+  EXPECT_EQ(recv->start_ns, 130'000);
+  const ExecutionResult r = execute(p, {.ranks = {1}, .replay = &sim.times});
+  EXPECT_EQ(r.emulated_ops, 2);
+  const ExecutedSpan* got = find_span(r, 1, 0, 0);
+  ASSERT_NE(got, nullptr);
+  EXPECT_GE(got->end_ns, recv->end_ns);
+}
+
 }  // namespace
 }  // namespace lacuna::runtime

@@ -51,7 +51,8 @@ TEST(SimulateE2E, SmallScenarioPrintsSummaryAndWritesAllOutputs) {
     const auto& b = rank["bubble_s"];
     const double parts = b["pp_warmup"].get<double>() + b["pp_cooldown"].get<double>() + b["pp_other"].get<double>() +
                          b["tp_exposed"].get<double>() + b["cp_exposed"].get<double>() +
-                         b["dp_exposed"].get<double>() + b["pp_exposed"].get<double>();
+                         b["dp_exposed"].get<double>() + b["pp_exposed"].get<double>() +
+                         b["host_overhead"].get<double>();
     EXPECT_NEAR(parts, b["total"].get<double>(), 1e-9);
     EXPECT_GT(rank["peak_memory_bytes"].get<double>(), 0.0);
   }

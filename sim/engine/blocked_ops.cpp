@@ -38,7 +38,7 @@ std::string Simulator::Impl::describe_p2p(uint32_t sid) const {
   const Mailbox& m = mailboxes[streams[sid].comm];
   const bool is_send = op.kind == OpKind::kSend;
   return std::string(is_send ? "send to rank " : "recv from rank ") + std::to_string(is_send ? m.dst : m.src) +
-         " (channel " + std::to_string(op.channel) + ", tag " + std::to_string(op.tag) + ", " +
+         " (channel " + std::to_string(m.channel) + ", tag " + std::to_string(op.tag) + ", " +
          std::to_string(op.value) + " bytes)";
 }
 
@@ -50,6 +50,12 @@ BlockedOp Simulator::Impl::describe_blocked(uint32_t sid) const {
   b.rank = rk.rank;
   b.stream = classes[rk.cls].streams[st.local].name;
   b.op = static_cast<int32_t>(st.cursor - st.begin);
+  if (st.status == StreamStatus::kBlockedHost) {
+    // Never part of a deadlock: its kHostIssued event is queued until it pops.
+    b.description = "not yet issued by its host (due at t = " + format_ms(host_clock[sid]) +
+                    "; engine bug: its wake-up event is always queued)";
+    return b;
+  }
   switch (op.kind) {
     case OpKind::kWait:
       b.description = "wait event " + std::to_string(op.slot) + " >= " + std::to_string(op.value) + " (recorded " +

@@ -76,6 +76,21 @@ TEST(Deadlock, WaitOnNeverRecordedEvent) {
   EXPECT_THAT(e.what(), HasSubstr("t = 0.001 ms"));
 }
 
+TEST(Deadlock, AStreamWaitingForItsHostIsNeverStuck) {
+  // Stream a's host issues its wait only at 5 ms: the run goes on until then
+  // (the wake-up is an event), and the deadlock, found only after it, names
+  // the wait, not the host.
+  ir::Program p;
+  auto* c = add_class(p, "solo", 1, {"a", "b"});
+  add_wait(c->mutable_streams(0), 0, 1).set_host_ns(5'000'000);
+  add_compute(c->mutable_streams(1), 1000);
+  add_rank(p, 0);
+  const DeadlockError e = run_expecting_deadlock(p);
+  ASSERT_EQ(e.blocked().size(), 1u);
+  EXPECT_THAT(e.what(), HasSubstr("deadlock at t = 5.000 ms"));
+  EXPECT_THAT(e.what(), HasSubstr("rank 0 stream a op 0: wait event 0 >= 1 (recorded 0 times)"));
+}
+
 TEST(Deadlock, CollectiveWithMissingMemberNamesIt) {
   ir::Program p;
   auto* slot = p.add_group_slots();

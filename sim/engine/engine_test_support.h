@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <optional>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -114,6 +115,21 @@ inline ir::RankBinding* add_rank(ir::Program& p, int32_t class_id, std::vector<i
   b->set_node(node);
   if (scale) b->set_compute_time_scale(*scale);
   return b;
+}
+
+// Random host costs on every op of every class: host_ns uniform in
+// [0, max_ns], host_sync on about one op in `sync_one_in` (0: never).
+// Deterministic in `seed`, and per class, so ranks of a class stay identical.
+inline void add_random_host_costs(ir::Program& p, uint64_t seed, int64_t max_ns, int sync_one_in) {
+  std::mt19937_64 rng(seed);
+  for (ir::RankClass& cls : *p.mutable_classes()) {
+    for (ir::Stream& stream : *cls.mutable_streams()) {
+      for (ir::Op& op : *stream.mutable_ops()) {
+        op.set_host_ns(static_cast<int64_t>(rng() % static_cast<uint64_t>(max_ns + 1)));
+        op.set_host_sync(sync_one_in > 0 && rng() % static_cast<uint64_t>(sync_one_in) == 0);
+      }
+    }
+  }
 }
 
 struct RecordedWait {

@@ -65,6 +65,32 @@ void BM_EventLoop(benchmark::State& state) {
 }
 BENCHMARK(BM_EventLoop)->Args({8, 4, 2, 8})->Args({8, 8, 8, 8})->Unit(benchmark::kMillisecond);
 
+// The same 64-rank job with host costs on every op (docs/engine.md#host):
+// up to 3 µs per issue, host_sync on one op in 5, so the host is often late
+// and its wake-ups are events too.
+void BM_EventLoopWithHost(benchmark::State& state) {
+  testing::PipelineSpec spec;
+  spec.tp = 8;
+  spec.pp = 4;
+  spec.dp = 2;
+  spec.layers_per_stage = 8;
+  spec.microbatches = 8;
+  ir::Program program = testing::make_pipeline_program(spec);
+  testing::add_random_host_costs(program, 1, 3000, 5);
+  testing::ClosedFormCost cost;
+  Simulator sim(program, cost);
+  uint64_t events = 0, ops = 0;
+  for (auto _ : state) {
+    const SimulationResult r = sim.run();
+    events += r.events;
+    ops += r.ops;
+    benchmark::DoNotOptimize(r.end_time);
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(events));
+  state.counters["ops"] = benchmark::Counter(static_cast<double>(ops), benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_EventLoopWithHost)->Unit(benchmark::kMillisecond);
+
 // The milestone's scale: 3,072 ranks (TP8 × PP8 × DP48), 16 microbatches,
 // layers_per_stage chosen so the iteration has about 35M ops.
 void BM_Gpt3Scale(benchmark::State& state) {

@@ -59,7 +59,6 @@ FlatClass flatten_class(const ir::RankClass& cls, int class_id, const cost::Cost
           const auto& p = op.send();
           f.kind = OpKind::kSend;
           f.slot = p.peer_slot();
-          f.channel = p.channel();
           f.index = endpoint_index(out.endpoints, Endpoint{p.peer_slot(), p.channel(), true});
           f.value = p.bytes();
           f.tag = p.tag();
@@ -70,7 +69,6 @@ FlatClass flatten_class(const ir::RankClass& cls, int class_id, const cost::Cost
           const auto& p = op.recv();
           f.kind = OpKind::kRecv;
           f.slot = p.peer_slot();
-          f.channel = p.channel();
           f.index = endpoint_index(out.endpoints, Endpoint{p.peer_slot(), p.channel(), false});
           f.value = p.bytes();
           f.tag = p.tag();
@@ -88,6 +86,9 @@ FlatClass flatten_class(const ir::RankClass& cls, int class_id, const cost::Cost
         case ir::Op::KIND_NOT_SET:
           throw Error("classes[" + std::to_string(class_id) + "]: op without kind (validate_program not run?)");
       }
+      f.host_ns = op.host_ns();
+      f.host_sync = op.host_sync();
+      f.has_host = f.host_ns != 0 || f.host_sync;
       out.ops.push_back(f);
       out.ir.push_back(&op);
     }

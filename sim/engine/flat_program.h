@@ -17,18 +17,26 @@ enum class OpKind : uint8_t { kCompute, kCollective, kSend, kRecv, kRecord, kWai
 
 struct FlatOp {
   OpKind kind = OpKind::kCompute;
+  // host_ns > 0 or host_sync: the stream may have to wait for its host. One
+  // byte beside `kind`, so ops without host costs cost one test.
+  bool has_host = false;
+  bool host_sync = false;  // Op.host_sync: the host first waits for the stream
   ir::CollectiveKind collective = ir::COLLECTIVE_UNSPECIFIED;
   // Group slot (collective), peer slot (send/recv) or event (record/wait).
   int32_t slot = 0;
   // Collective: its index among the class's collectives (duration cache).
-  // Send/recv: its endpoint (peer slot, channel, direction) in the class.
+  // Send/recv: its endpoint (peer slot, channel, direction) in the class; the
+  // channel itself is in the endpoint and the rank's mailbox.
   int32_t index = 0;
-  int32_t channel = 0;
+  int64_t host_ns = 0;  // Op.host_ns: the host's time to issue the op
   // Compute: unscaled duration in ns. Collective/send/recv: bytes. Wait: value.
   int64_t value = 0;
   int64_t tag = 0;       // send/recv
   int64_t fixed_ns = 0;  // collective/send: > 0 overrides the cost model
 };
+// Ops are scanned once per event; the host fields took the place of the
+// channel (now only in Endpoint) so the record stays six words.
+static_assert(sizeof(FlatOp) == 48);
 
 // One side of a point-to-point channel as a class sees it; a rank turns it into
 // a mailbox by substituting its peer.

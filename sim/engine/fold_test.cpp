@@ -83,6 +83,24 @@ TEST(Fold, SymmetricProgramsGiveTheFullEndTime) {
   }
 }
 
+TEST(Fold, HostCostsArePerClassSoFoldStaysExact) {
+  for (uint64_t seed = 1; seed <= 12; ++seed) {
+    std::mt19937_64 rng(seed * 31);
+    PipelineSpec spec;
+    spec.tp = 1 + static_cast<int32_t>(rng() % 4);
+    spec.pp = 1 + static_cast<int32_t>(rng() % 4);
+    spec.dp = 1 + static_cast<int32_t>(rng() % 3);
+    spec.microbatches = 1 + static_cast<int32_t>(rng() % 5);
+    spec.seed = seed;
+    ir::Program p = make_pipeline_program(spec);
+    testing::add_random_host_costs(p, seed, 4000, 4);
+    const TimeNs without = run(make_pipeline_program(spec), false);
+    SimulationResult full, folded;
+    EXPECT_EQ(run(p, true, &folded).count(), run(p, false, &full).count()) << "seed " << seed;
+    EXPECT_GT(full.end_time, without) << "seed " << seed << ": the host costs must matter";
+  }
+}
+
 TEST(Fold, OneSlowedRankStillGivesTheFullEndTime) {
   for (uint64_t seed = 1; seed <= 12; ++seed) {
     std::mt19937_64 rng(seed * 7919);

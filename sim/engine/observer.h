@@ -11,14 +11,20 @@
 
 namespace lacuna::engine {
 
+// ready <= issued <= start <= end for every op.
 struct OpSpan {
   int32_t rank = 0;
   int32_t stream = 0;  // index into the rank's class streams
   int32_t op = 0;      // index into that stream's ops
   const ir::Op* ir = nullptr;  // never null in a callback
-  TimeNs ready;  // the stream reached the op (its previous op finished)
+  TimeNs ready;   // the stream reached the op (its previous op finished)
+  // The host had issued it (Op.host_ns / host_sync, docs/engine.md#host):
+  // = ready when the host was not late (always, for a measured run, whose
+  // host cannot be observed). Nothing of the op happens before.
+  TimeNs issued;
   TimeNs start;  // it began: collective when all members arrived, p2p when both
-                 // sides posted, wait/record = ready
+                 // sides posted, compute when it had a compute slot,
+                 // wait/record = issued
   TimeNs end;
 };
 

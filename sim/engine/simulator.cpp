@@ -2,7 +2,10 @@
 // a queued event; records and waits take no time and run inline when their
 // stream reaches them. A stream is advanced until it blocks or has an op in
 // flight; streams released at the current time go through `worklist` so the
-// order of processing is a deterministic function of the event order.
+// order of processing is a deterministic function of the event order. An op
+// whose host has not issued it yet (Op.host_ns / host_sync, docs/engine.md#host)
+// blocks its stream until a kHostIssued event; ops without host costs never
+// look at the host clock.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -155,6 +158,8 @@ void Simulator::Impl::reset() {
       streams.push_back(st);
     }
   }
+  host_clock.assign(streams.size(), TimeNs::zero());
+  host_reached.assign(streams.size(), TimeNs::zero());
   event_counts.assign(num_event_counters, 0);
   wait_mask.assign(ranks.size(), 0);
   issue_counts.assign(num_issue_counters, 0);
@@ -210,6 +215,9 @@ SimulationResult Simulator::Impl::run() {
       case EngineEvent::kTransferDone:
         complete_transfer(ev.payload.index);
         break;
+      case EngineEvent::kHostIssued:
+        advance(ev.payload.index);  // issue_on_host() resumes the op
+        break;
     }
     if (!worklist.empty()) drain_worklist();
   }
@@ -254,6 +262,7 @@ void Simulator::Impl::advance(uint32_t sid) {
     const FlatOp& op = fc.ops[st.cursor];
     st.ready = now;
     st.start = now;
+    if (op.has_host && !issue_on_host(sid, op)) return;
     switch (op.kind) {
       case OpKind::kCompute: {
         if (options.compute_slots > 0 && fc.ir[st.cursor]->compute().fixed_duration_ns() <= 0) {
@@ -302,6 +311,30 @@ void Simulator::Impl::advance(uint32_t sid) {
     }
   }
   st.status = StreamStatus::kDone;
+}
+
+bool Simulator::Impl::issue_on_host(uint32_t sid, const FlatOp& op) {
+  StreamState& st = streams[sid];
+  if (st.status == StreamStatus::kBlockedHost) {
+    // Its kHostIssued event: the host issued the op now; it was reached earlier.
+    st.status = StreamStatus::kIdle;
+    st.ready = host_reached[sid];
+    return true;
+  }
+  TimeNs& host = host_clock[sid];
+  // host_sync: the host first waits for the stream to finish every earlier
+  // op, i.e. until now, when the stream reached this one.
+  const TimeNs from = op.host_sync ? std::max(host, now) : host;
+  if (op.host_ns > kMaxTimeNs - from.count()) {
+    throw Error("simulated time exceeds the int64 nanosecond range (" + where(sid) + ": host_ns " +
+                std::to_string(op.host_ns) + " at host time " + std::to_string(from.count()) + " ns)");
+  }
+  host = from + TimeNs(op.host_ns);
+  if (host <= now) return true;  // the host ran ahead: issued before the stream got here
+  st.status = StreamStatus::kBlockedHost;
+  host_reached[sid] = now;
+  queue.schedule(host, EngineEvent{EngineEvent::kHostIssued, sid});
+  return false;
 }
 
 void Simulator::Impl::start_compute(uint32_t sid) {
@@ -363,6 +396,7 @@ OpSpan Simulator::Impl::span_of(const StreamState& st, TimeNs end) const {
   span.op = static_cast<int32_t>(st.cursor - st.begin);
   span.ir = classes[ranks[st.rank].cls].ir[st.cursor];
   span.ready = st.ready;
+  span.issued = std::max(st.ready, host_clock[static_cast<size_t>(&st - streams.data())]);
   span.start = st.start;
   span.end = end;
   return span;

@@ -20,9 +20,9 @@ namespace lacuna::engine {
 
 // What a queued event completes.
 struct EngineEvent {
-  enum Kind : uint32_t { kOpDone, kCollectiveDone, kTransferDone };
+  enum Kind : uint32_t { kOpDone, kCollectiveDone, kTransferDone, kHostIssued };
   Kind kind = kOpDone;
-  uint32_t index = 0;  // stream (kOpDone), collective instance, transfer
+  uint32_t index = 0;  // stream (kOpDone, kHostIssued), collective instance, transfer
 };
 
 enum class StreamStatus : uint8_t {
@@ -31,6 +31,7 @@ enum class StreamStatus : uint8_t {
   kBlockedWait,  // event counter below the wait's value
   kBlockedComm,  // collective or p2p not complete
   kBlockedSlot,  // a compute op waiting for one of SimulationOptions::compute_slots
+  kBlockedHost,  // the op is reached but its host has not issued it yet (a kHostIssued is queued)
   kDone,
 };
 
@@ -128,6 +129,10 @@ struct Simulator::Impl {
   // Event loop.
   void reset();
   void advance(uint32_t stream);
+  // The host issues the stream's current op (reached now); false when that is
+  // later than now: the stream then blocks until a kHostIssued event, whose
+  // advance() comes back here and resumes the op (true).
+  bool issue_on_host(uint32_t stream, const FlatOp& op);
   void drain_worklist();
   void finish_op(uint32_t stream, TimeNs end, const WaitCause* cause);
   void wake_waiters(uint32_t rank, int32_t event, int64_t count, const WaitCause& cause);
@@ -185,6 +190,14 @@ struct Simulator::Impl {
 
   // Runtime state, reset by each run().
   std::vector<StreamState> streams;
+  // Per stream, its host clock (docs/engine.md#host): when the host issued the
+  // latest op the stream reached; stays 0 on streams without host costs. The
+  // current op's `issued` is max(ready, host_clock): an op without host costs
+  // leaves the clock at an earlier op's issue, never after its own ready, so
+  // the hot loop stores nothing for it. Kept apart from StreamState, which
+  // the loop touches for every op.
+  std::vector<TimeNs> host_clock;
+  std::vector<TimeNs> host_reached;  // while kBlockedHost: when the stream reached the op
   std::vector<int64_t> event_counts;
   // Per rank, bit s set while stream s (< 64) is blocked on a wait: a record
   // then only looks at those streams. Streams >= 64 are always checked.

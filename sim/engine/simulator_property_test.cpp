@@ -2,6 +2,7 @@
 // sizes, durations, one random slowed rank).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <random>
 
@@ -45,6 +46,7 @@ TEST(SimulatorProperty, SpansRespectStreamOrderEventsAndRendezvous) {
     for (const OpSpan& s : obs.spans) {
       ASSERT_LE(s.ready, s.start);
       ASSERT_LE(s.start, s.end);
+      ASSERT_EQ(s.ready, s.issued) << "no host costs: the host is never late";
       if (s.ir->has_compute() || s.ir->has_record() || s.ir->has_wait()) {
         ASSERT_EQ(s.ready, s.start);
       }
@@ -79,6 +81,60 @@ TEST(SimulatorProperty, SpansRespectStreamOrderEventsAndRendezvous) {
       ASSERT_EQ(send.start, recv.start);
       ASSERT_EQ(send.end, recv.end);
       ASSERT_EQ(send.ir->send().tag(), recv.ir->recv().tag());
+    }
+  }
+}
+
+// With random host costs (up to about a kernel, host_sync on one op in 5):
+// ready <= issued <= start <= end; the host clock of every stream follows
+// issue_i = (sync ? max(H, ready_i) : H) + host_ns_i, issued_i = max(ready_i,
+// issue_i); ops without a rendezvous or a slot start when issued; transfers
+// start when both sides were issued; and runs repeat exactly.
+TEST(SimulatorProperty, HostIssueOrderAndHostClock) {
+  for (uint64_t seed = 1; seed <= 25; ++seed) {
+    ir::Program p = random_program(seed);
+    testing::add_random_host_costs(p, seed, 3000, 5);
+    ClosedFormCost cost;
+    Simulator sim(p, cost);
+    RecordingObserver obs, again;
+    sim.add_observer(&obs);
+    const SimulationResult result = sim.run();
+    std::map<std::pair<int32_t, int32_t>, std::vector<OpSpan>> by_stream;
+    TimeNs last = TimeNs::zero();
+    for (const OpSpan& s : obs.spans) {
+      ASSERT_LE(s.ready, s.issued) << "seed " << seed;
+      ASSERT_LE(s.issued, s.start) << "seed " << seed;
+      ASSERT_LE(s.start, s.end) << "seed " << seed;
+      if (s.ir->has_compute() || s.ir->has_record() || s.ir->has_wait()) ASSERT_EQ(s.issued, s.start);
+      by_stream[{s.rank, s.stream}].push_back(s);
+      last = std::max(last, s.end);
+    }
+    EXPECT_EQ(result.end_time, last);
+    int64_t late = 0;
+    for (auto& [key, spans] : by_stream) {
+      std::sort(spans.begin(), spans.end(), [](const OpSpan& a, const OpSpan& b) { return a.op < b.op; });
+      TimeNs host = TimeNs::zero();
+      for (size_t i = 0; i < spans.size(); ++i) {
+        const OpSpan& s = spans[i];
+        ASSERT_EQ(s.ready, i == 0 ? TimeNs::zero() : spans[i - 1].end);
+        host = (s.ir->host_sync() ? std::max(host, s.ready) : host) + TimeNs(s.ir->host_ns());
+        ASSERT_EQ(s.issued, std::max(s.ready, host)) << "seed " << seed << " rank " << key.first << " op " << s.op;
+        late += s.issued > s.ready;
+      }
+    }
+    EXPECT_GT(late, 0) << "seed " << seed << ": the host must be late sometimes for this test to mean anything";
+    for (const auto& [send, recv] : obs.transfers) ASSERT_EQ(send.start, std::max(send.issued, recv.issued));
+
+    Simulator second(p, cost);
+    second.add_observer(&again);
+    EXPECT_EQ(second.run().events, result.events);
+    ASSERT_EQ(obs.spans.size(), again.spans.size());
+    for (size_t i = 0; i < obs.spans.size(); ++i) {
+      ASSERT_EQ(obs.spans[i].rank, again.spans[i].rank);
+      ASSERT_EQ(obs.spans[i].op, again.spans[i].op);
+      ASSERT_EQ(obs.spans[i].issued, again.spans[i].issued);
+      ASSERT_EQ(obs.spans[i].start, again.spans[i].start);
+      ASSERT_EQ(obs.spans[i].end, again.spans[i].end);
     }
   }
 }

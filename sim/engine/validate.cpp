@@ -119,6 +119,9 @@ class Checker {
   }
 
   void check_op(const std::string& f, const ir::Op& op, int32_t num_events, ClassUse& use) const {
+    if (op.host_ns() < 0) {
+      fail(f + ".host_ns", "must be >= 0 (the host's time to issue the op), got " + std::to_string(op.host_ns()));
+    }
     switch (op.kind_case()) {
       case ir::Op::kCompute: {
         const auto& c = op.compute();

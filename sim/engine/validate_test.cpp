@@ -40,6 +40,9 @@ std::string rejection(const ir::Program& p) {
 
 TEST(Validate, AcceptsWellFormedPrograms) {
   EXPECT_EQ(rejection(small_program()), "");
+  ir::Program with_host = small_program();
+  testing::add_random_host_costs(with_host, 1, 1000, 3);
+  EXPECT_EQ(rejection(with_host), "");
 }
 
 TEST(Validate, PeerOutOfRange) {
@@ -76,6 +79,8 @@ TEST(Validate, NamesTheOffendingElement) {
          p.mutable_classes(0)->mutable_streams(1)->mutable_ops(1)->mutable_collective()->set_bytes(-1);
        },
        "collective.bytes: must be >= 0"},
+      {[](ir::Program& p) { p.mutable_classes(0)->mutable_streams(1)->mutable_ops(0)->set_host_ns(-5); },
+       "classes[0].streams[1].ops[0].host_ns: must be >= 0 (the host's time to issue the op), got -5"},
       {[](ir::Program& p) { p.mutable_classes(0)->mutable_streams(0)->mutable_ops(0)->clear_kind(); },
        "classes[0].streams[0].ops[0]: op has no kind"},
       {[](ir::Program& p) { p.mutable_ranks(1)->set_compute_time_scale(-1); }, "ranks[1].compute_time_scale: must be in"},

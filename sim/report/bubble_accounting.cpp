@@ -16,6 +16,7 @@ std::string_view bubble_key(Bubble b) {
     case Bubble::kCpExposed: return "cp_exposed";
     case Bubble::kDpExposed: return "dp_exposed";
     case Bubble::kPpExposed: return "pp_exposed";
+    case Bubble::kHostOverhead: return "host_overhead";
     case Bubble::kBoundaryExposed: return "boundary_exposed";
     case Bubble::kEncoderCommExposed: return "encoder_comm_exposed";
   }
@@ -117,9 +118,14 @@ void BubbleAccounting::on_op_end(const engine::OpSpan& span) {
   if (span.stream != live.main_stream) return;
 
   idle_span(live, acc, live.cursor, span.ready);
+  // Until its host issued the op the stream idles for the host, whatever the
+  // op; the rest is attributed from `issued` on. Clamped: an observer source
+  // that leaves `issued` unset (0) means a host that was never late.
+  const TimeNs issued = std::clamp(span.issued, span.ready, span.end);
+  slot(acc, Bubble::kHostOverhead) += issued - span.ready;
   switch (op.kind_case()) {
     case ir::Op::kCompute: {
-      idle_span(live, acc, span.ready, span.start);
+      idle_span(live, acc, issued, span.start);
       const TimeNs d = span.end - span.start;
       acc.busy += d;
       const int phase = static_cast<int>(op.phase());
@@ -134,7 +140,7 @@ void BubbleAccounting::on_op_end(const engine::OpSpan& span) {
     case ir::Op::kCollective:
     case ir::Op::kSend:
     case ir::Op::kRecv: {
-      idle_span(live, acc, span.ready, span.start);
+      idle_span(live, acc, issued, span.start);
       const ir::Stream& stream = program_->classes(live.class_id).streams(span.stream);
       slot(acc, exposed_category(comm_kind(*program_, stream, op))) += span.end - span.start;
       break;
@@ -142,7 +148,7 @@ void BubbleAccounting::on_op_end(const engine::OpSpan& span) {
     case ir::Op::kWait:
       break;  // attributed in on_wait_end, which knows the cause
     default:
-      idle_span(live, acc, span.ready, span.end);
+      idle_span(live, acc, issued, span.end);
       break;
   }
   live.cursor = span.end;
@@ -154,6 +160,8 @@ void BubbleAccounting::on_wait_end(const engine::OpSpan& span, const engine::Wai
   Live& live = live_[static_cast<size_t>(idx)];
   if (span.stream != live.main_stream) return;
   RankAccount& acc = accounts_[static_cast<size_t>(idx)];
+  // [ready, issued] went to the host in on_op_end.
+  const TimeNs issued = std::clamp(span.issued, span.ready, span.end);
 
   if (cause.valid && cause.op >= 0) {
     const ir::Stream& stream = program_->classes(live.class_id).streams(cause.stream);
@@ -163,15 +171,15 @@ void BubbleAccounting::on_wait_end(const engine::OpSpan& span, const engine::Wai
       // communication of its kind (e.g. a second DP collective queued behind
       // the first): exposed. Between reached and started it waited for its
       // peers: a dependency stall. Once started: exposed.
-      const TimeNs queued_until = std::clamp(cause.ready, span.ready, span.end);
+      const TimeNs queued_until = std::clamp(cause.ready, issued, span.end);
       const TimeNs started = std::clamp(cause.start, queued_until, span.end);
-      slot(acc, exposed_category(kind)) += queued_until - span.ready;
+      slot(acc, exposed_category(kind)) += queued_until - issued;
       idle_span(live, acc, queued_until, started);
       slot(acc, exposed_category(kind)) += span.end - started;
       return;
     }
   }
-  idle_span(live, acc, span.ready, span.end);
+  idle_span(live, acc, issued, span.end);
 }
 
 void BubbleAccounting::on_run_end(TimeNs end) {

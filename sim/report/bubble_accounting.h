@@ -5,13 +5,16 @@
 // Rules, per simulated rank, on its main compute stream (the first stream of
 // kind COMPUTE in its class):
 // - Busy: the [start, end] of every Compute op.
-// - An EventWait [ready, end] released by op X (WaitCause) running [xs, xe]:
-//   [max(ready, xs), end] is exposed communication of X's kind (TP, CP, PP, DP,
-//   boundary, encoder);
-//   [ready, min(xs, end)] is a dependency stall. If X is not communication, or
-//   there is no cause, the whole wait is a stall.
-// - A communication op placed directly on the compute stream: [ready, start] is
-//   a stall and [start, end] exposed communication of its kind.
+// - Host overhead: [ready, issued] of every op (the host had not issued it
+//   yet: launch or framework cost, docs/engine.md#host). The rules below
+//   attribute the rest of the op's idle time from `issued` on.
+// - An EventWait [issued, end] released by op X (WaitCause) running [xs, xe]:
+//   [max(issued, xs), end] is exposed communication of X's kind (TP, CP, PP,
+//   DP, boundary, encoder);
+//   [issued, min(xs, end)] is a dependency stall. If X is not communication,
+//   or there is no cause, the whole wait is a stall.
+// - A communication op placed directly on the compute stream: [issued, start]
+//   is a stall and [start, end] exposed communication of its kind.
 // - Stalls before the rank's first FORWARD compute op are PP warm-up; stalls
 //   after its last backward (input or weight) compute op are PP cool-down;
 //   others are PP other. Idle after the stream's last op until the iteration
@@ -34,9 +37,10 @@
 
 namespace lacuna::report {
 
-// The first seven are the LLM taxonomy; the last two only occur in multimodal
-// programs (BOUNDARY / ENCODER_COMM streams and their groups), and the reports
-// show them only there (so LLM-only output keeps its form).
+// The first eight are the LLM taxonomy, shown for every program; the last two
+// only occur in multimodal programs (BOUNDARY / ENCODER_COMM streams and their
+// groups), and the reports show them only there (so LLM-only output keeps its
+// form). The order is the order of every report's rows and keys.
 enum class Bubble : uint8_t {
   kPpWarmup,
   kPpCooldown,
@@ -45,21 +49,26 @@ enum class Bubble : uint8_t {
   kCpExposed,
   kDpExposed,
   kPpExposed,
+  kHostOverhead,
   kBoundaryExposed,
   kEncoderCommExposed,
 };
-inline constexpr int kNumBubbles = 9;
-inline constexpr int kNumLlmBubbles = 7;
+inline constexpr int kNumBubbles = 10;
+inline constexpr int kNumLlmBubbles = 8;
 inline constexpr std::array<Bubble, kNumBubbles> kAllBubbles = {
-    Bubble::kPpWarmup,  Bubble::kPpCooldown, Bubble::kPpOther,         Bubble::kTpExposed,
-    Bubble::kCpExposed, Bubble::kDpExposed,  Bubble::kPpExposed,       Bubble::kBoundaryExposed,
-    Bubble::kEncoderCommExposed,
+    Bubble::kPpWarmup,  Bubble::kPpCooldown, Bubble::kPpOther,      Bubble::kTpExposed,       Bubble::kCpExposed,
+    Bubble::kDpExposed, Bubble::kPpExposed,  Bubble::kHostOverhead, Bubble::kBoundaryExposed, Bubble::kEncoderCommExposed,
 };
+static_assert(static_cast<int>(Bubble::kHostOverhead) < kNumLlmBubbles &&
+                  static_cast<int>(Bubble::kBoundaryExposed) == kNumLlmBubbles,
+              "the LLM categories come first: bubble_shown() relies on it");
 // "pp_warmup", "pp_cooldown", "pp_other", "tp_exposed", "cp_exposed", "dp_exposed", "pp_exposed",
-// "boundary_exposed", "encoder_comm_exposed"
+// "host_overhead", "boundary_exposed", "encoder_comm_exposed"
 std::string_view bubble_key(Bubble b);
-// The categories a report shows: all nine for a multimodal program
-// (ProgramInfo.modules non-empty), the seven LLM ones otherwise.
+// What host overhead means, where a report names it in words.
+inline constexpr std::string_view kHostOverheadLabel = "host (launch/framework)";
+// The categories a report shows: all ten for a multimodal program
+// (ProgramInfo.modules non-empty), the eight LLM ones otherwise.
 inline bool bubble_shown(Bubble b, bool multimodal) {
   return multimodal || static_cast<int>(b) < kNumLlmBubbles;
 }

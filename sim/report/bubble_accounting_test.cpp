@@ -129,6 +129,60 @@ TEST(BubbleAccounting, CommunicationOnTheComputeStreamIsExposed) {
   EXPECT_EQ(r.idle() + r.busy, TimeNs(40));
 }
 
+// Host overhead is [ready, issued] of each compute-stream op, whatever its
+// kind; the rest of the op's idle time is attributed from `issued` as before.
+TEST(BubbleAccounting, TheHostIssuingLateIsHostOverhead) {
+  ir::Program p = two_rank_program();
+  *p.mutable_classes(0)->mutable_streams(testing::kCompute)->add_ops() =
+      p.classes(0).streams(testing::kTp).ops(0);  // a TP all-gather on the compute stream (op 7)
+  BubbleAccounting acc;
+  engine::RunInfo info;
+  info.program = &p;
+  info.simulated_ranks = {0};
+  acc.on_run_begin(info);
+  // F issued at 30: [0, 30] host, busy [30, 100].
+  acc.on_op_end(testing::span(p, 0, testing::kCompute, 1, 0, 30, 30, 100));
+  // The all-gather reached at 100, issued at 108, all members there at 125:
+  // 8 host, 17 stall, 15 exposed TP.
+  acc.on_op_end(testing::span(p, 0, testing::kCompute, 7, 100, 108, 125, 140));
+  // A wait reached at 140 and issued at 150, released by the DP reduce-scatter
+  // that its stream reached at 160 and that ran [170, 200]: 10 host, then as
+  // without a host from 150: [150, 160] exposed (queued), [160, 170] stall,
+  // [170, 200] exposed DP.
+  const engine::OpSpan w = testing::span(p, 0, testing::kCompute, 5, 140, 150, 150, 200);
+  engine::WaitCause c = testing::cause(testing::kDp, 0, 170, 200);
+  c.ready = TimeNs(160);
+  acc.on_op_end(w);
+  acc.on_wait_end(w, c);
+  // B issued at 230, after the wait released the stream at 200.
+  acc.on_op_end(testing::span(p, 0, testing::kCompute, 4, 200, 230, 230, 250));
+  acc.on_run_end(TimeNs(250));
+  const RankAccount& r = acc.ranks()[0];
+  EXPECT_EQ(r.bubble(Bubble::kHostOverhead), TimeNs(30 + 8 + 10 + 30));
+  EXPECT_EQ(r.bubble(Bubble::kTpExposed), TimeNs(15));
+  EXPECT_EQ(r.bubble(Bubble::kDpExposed), TimeNs(10 + 30));
+  EXPECT_EQ(r.bubble(Bubble::kPpOther), TimeNs(17 + 10)) << "stalls before the backward";
+  EXPECT_EQ(r.bubble(Bubble::kPpWarmup), TimeNs(0)) << "waiting for the host is not pipeline warm-up";
+  EXPECT_EQ(r.busy, TimeNs(70 + 20));
+  EXPECT_EQ(r.idle() + r.busy, TimeNs(250));
+}
+
+TEST(BubbleAccounting, AnIssuedTimeLeftUnsetMeansAHostThatWasNotLate) {
+  // An observer source that never sets `issued` (0) must not invent host time.
+  const ir::Program p = two_rank_program();
+  BubbleAccounting acc;
+  engine::RunInfo info;
+  info.program = &p;
+  info.simulated_ranks = {0};
+  acc.on_run_begin(info);
+  engine::OpSpan f = testing::span(p, 0, testing::kCompute, 1, 10, 20, 30);
+  f.issued = TimeNs::zero();
+  acc.on_op_end(f);
+  acc.on_run_end(TimeNs(30));
+  EXPECT_EQ(acc.ranks()[0].bubble(Bubble::kHostOverhead), TimeNs(0));
+  EXPECT_EQ(acc.ranks()[0].bubble(Bubble::kPpWarmup), TimeNs(20));
+}
+
 TEST(BubbleAccounting, FoldModeAccountsOnlySimulatedRanks) {
   const ir::Program p = two_rank_program();
   BubbleAccounting acc;
@@ -142,7 +196,17 @@ TEST(BubbleAccounting, FoldModeAccountsOnlySimulatedRanks) {
 TEST(BubbleAccounting, KeysAreStable) {
   EXPECT_EQ(bubble_key(Bubble::kPpWarmup), "pp_warmup");
   EXPECT_EQ(bubble_key(Bubble::kDpExposed), "dp_exposed");
+  EXPECT_EQ(bubble_key(Bubble::kHostOverhead), "host_overhead");
   EXPECT_EQ(kAllBubbles.size(), static_cast<size_t>(kNumBubbles));
+  for (int b = 0; b < kNumBubbles; ++b) EXPECT_EQ(kAllBubbles[static_cast<size_t>(b)], static_cast<Bubble>(b));
+}
+
+TEST(BubbleAccounting, HostOverheadIsShownForEveryProgram) {
+  EXPECT_TRUE(bubble_shown(Bubble::kHostOverhead, false));
+  EXPECT_TRUE(bubble_shown(Bubble::kPpExposed, false));
+  EXPECT_FALSE(bubble_shown(Bubble::kBoundaryExposed, false));
+  EXPECT_FALSE(bubble_shown(Bubble::kEncoderCommExposed, false));
+  for (Bubble b : kAllBubbles) EXPECT_TRUE(bubble_shown(b, true)) << bubble_key(b);
 }
 
 }  // namespace

@@ -157,6 +157,7 @@ std::string format_comparison(const Comparison& c, const CompareRunStats& run) {
   bubble_line("CP exposed", {Bubble::kCpExposed});
   bubble_line("DP exposed", {Bubble::kDpExposed});
   bubble_line("PP exposed", {Bubble::kPpExposed});
+  bubble_line(std::string(kHostOverheadLabel), {Bubble::kHostOverhead});
   bubble_line("boundary exposed", {Bubble::kBoundaryExposed});
   bubble_line("encoder comm exposed", {Bubble::kEncoderCommExposed});
   line("  total", [](const Summary& s, const PlacementMetrics& m) { return time_and_share(m.bubbles.total, s.iteration_time); });

@@ -103,7 +103,7 @@ TEST(CompareTable, SideBySideWithReasonsAndTerminalOnlyWallTimes) {
   const std::string out = format_comparison(comparison(), CompareRunStats{1.5, 0.25});
   for (const char* s : {"Megatron baseline", "Megatron balanced", "Optimus", "heterogeneous", "speedup vs Megatron baseline",
                         "1.250 ×", "1.667 ×", "75.00 %", "100.00 %", "50.0 % / 90.0 %", "PP warm-up + cool-down",
-                        "boundary exposed", "encoder comm exposed", "40.00 GB", "not simulated",
+                        "host (launch/framework)", "boundary exposed", "encoder comm exposed", "40.00 GB", "not simulated",
                         "MEGATRON_BALANCED: not applicable here", "LLM alone", "7.000 ms",
                         "Optimus planner              0.250 s wall", "compare                      1.500 s wall"}) {
     EXPECT_NE(out.find(s), std::string::npos) << s << "\n" << out;
@@ -142,7 +142,7 @@ TEST(CompareJson, KeysUnitsFailuresAndNoWallClock) {
     EXPECT_TRUE(base.contains(key)) << key;
   }
   for (const char* key : {"pp_warmup_cooldown_s", "pp_other_s", "tp_exposed_s", "cp_exposed_s", "dp_exposed_s",
-                          "pp_exposed_s", "boundary_exposed_s", "encoder_comm_exposed_s", "total_s"}) {
+                          "pp_exposed_s", "host_overhead_s", "boundary_exposed_s", "encoder_comm_exposed_s", "total_s"}) {
     EXPECT_TRUE(base["bubbles"].contains(key)) << key;
   }
   EXPECT_DOUBLE_EQ(base["bubbles"]["pp_warmup_cooldown_s"].get<double>(), 125e-9);

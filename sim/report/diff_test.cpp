@@ -227,6 +227,28 @@ TEST(DiffRuns, RanksInOnlyOneFile) {
   EXPECT_EQ(r.bubble_categories[1].predicted_ns, 550) << "rank 0 only";
 }
 
+TEST(DiffRuns, PredictedHostOverheadAgainstAMeasurementThatCannotSeeIt) {
+  // The prediction splits 100 ns of rank 0's idle into host_overhead; the
+  // measurement has issued = ready (0 ns of it), or, from an older lacuna, no
+  // key at all: either way the row compares 100 ns with 0 (no error ratio).
+  Json predicted = diff_fixture::predicted_doc();
+  predicted["ranks"][0]["bubble_s"] =
+      Json::parse(R"({"pp_warmup":0.0,"pp_other":4.5e-7,"host_overhead":1e-7,"total":5.5e-7})");
+  for (const bool has_key : {true, false}) {
+    SCOPED_TRACE(has_key);
+    Json measured = diff_fixture::measured_doc();
+    if (has_key) measured["ranks"][0]["bubble_s"]["host_overhead"] = 0.0;
+    const DiffReport r = diff_docs(predicted, measured);
+    ASSERT_EQ(r.bubble_categories.size(), 4u);
+    const BubbleCategoryDiff& host = r.bubble_categories[2];
+    EXPECT_EQ(host.category, "host_overhead") << "in the predicted file's order";
+    EXPECT_EQ(host.predicted_ns, 100);
+    EXPECT_EQ(host.measured_ns, 0);
+    EXPECT_FALSE(host.error.has_value());
+    EXPECT_EQ(r.bubble_categories[1].predicted_ns, 450 + 500);
+  }
+}
+
 TEST(DiffRuns, RankWithoutBubbleEntryIsListed) {
   Json measured = diff_fixture::measured_doc();
   measured["ranks"].erase(1);

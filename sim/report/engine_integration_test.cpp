@@ -81,6 +81,76 @@ TEST(ReportOnEngine, TransfersShowUpAsExposedPpAndCategoriesStillSumExactly) {
   EXPECT_EQ(acc.ranks()[0].bubble(Bubble::kPpWarmup), 0_ns);
 }
 
+// One compute stream of n forward kernels of d ns, each launched in h ns
+// (docs/engine.md#host).
+ir::Program kernel_stream(int n, int64_t d, int64_t h) {
+  ir::Program p;
+  ir::RankClass* c = p.add_classes();
+  ir::Stream* s = c->add_streams();
+  s->set_name("compute");
+  s->set_kind(ir::COMPUTE);
+  for (int i = 0; i < n; ++i) {
+    ir::Op* op = s->add_ops();
+    op->set_phase(ir::FORWARD);
+    op->set_host_ns(h);
+    op->mutable_compute()->set_fixed_duration_ns(d);
+  }
+  p.add_ranks()->set_class_id(0);
+  return p;
+}
+
+TEST(ReportOnEngine, AKernelStreamIdlesOnlyForItsHost) {
+  // Kernel-bound (h <= d): the first launch, h. Launch-bound: every launch
+  // but the part the previous kernel hid, T − n·d = h + (n − 1)(h − d).
+  for (const int64_t h : {0, 30, 100, 150}) {
+    SCOPED_TRACE(h);
+    const ir::Program p = kernel_stream(8, 100, h);
+    FreeTransfersCost cost;
+    engine::Simulator sim(p, cost);
+    BubbleAccounting acc;
+    sim.add_observer(&acc);
+    const TimeNs end = sim.run().end_time;
+    const RankAccount& r = acc.ranks()[0];
+    EXPECT_EQ(r.bubble(Bubble::kHostOverhead).count(), h <= 100 ? h : h + 7 * (h - 100));
+    EXPECT_EQ(r.idle(), r.bubble(Bubble::kHostOverhead)) << "nothing else keeps the stream idle";
+    EXPECT_EQ(r.busy, TimeNs(800));
+    EXPECT_EQ(r.busy + r.idle(), end);
+  }
+}
+
+TEST(ReportOnEngine, HostCostsOnAPipelineKeepTheExactSums) {
+  // 3 µs launches (F = 10, B = 15, W = 5 µs: kernel-bound) and a host
+  // synchronisation every fifth compute-stream op, so the host is late after
+  // syncs and after waits that it sat out.
+  ir::Program p = one_f_one_b(1_us);
+  for (ir::RankClass& c : *p.mutable_classes()) {
+    for (ir::Stream& s : *c.mutable_streams()) {
+      if (s.kind() != ir::COMPUTE) continue;
+      for (int i = 0; i < s.ops_size(); ++i) {
+        s.mutable_ops(i)->set_host_ns(3000);
+        s.mutable_ops(i)->set_host_sync(i % 5 == 0);
+      }
+    }
+  }
+  FreeTransfersCost cost;
+  engine::Simulator plain_sim(one_f_one_b(1_us), cost);
+  const TimeNs plain = plain_sim.run().end_time;
+  engine::Simulator sim(p, cost);
+  BubbleAccounting acc;
+  sim.add_observer(&acc);
+  const TimeNs end = sim.run().end_time;
+  EXPECT_GT(end, plain);
+  for (const RankAccount& r : acc.ranks()) {
+    SCOPED_TRACE(r.rank);
+    EXPECT_EQ(r.busy, 240_us) << "the host delays kernels, it never lengthens them";
+    EXPECT_EQ(r.busy + r.idle(), end);
+    EXPECT_GE(r.bubble(Bubble::kHostOverhead), 3_us) << "at least the first launch";
+  }
+  const Summary s = summarize(p, acc, "free transfers", false);
+  const auto json = nlohmann::json::parse(summary_json(s));
+  EXPECT_GT(json["bubble_summary"]["host_overhead"]["max_s"].get<double>(), 0.0);
+}
+
 TEST(ReportOnEngine, CompiledScenarioFullAndFoldedAgree) {
   const auto loaded = scenario::load_scenario(std::string(LACUNA_SOURCE_DIR) + "/scenarios/llm/gpt-1.3b-8gpu.pbtxt");
   const ir::Program program = compiler::compile(loaded);

@@ -166,7 +166,7 @@ TEST(JsonReport, MultimodalKeysWithUnits) {
     if (k != "total") parts += v.get<double>();
   }
   EXPECT_NEAR(parts, r["bubble_s"]["total"].get<double>(), 1e-15);
-  EXPECT_EQ(r["bubble_s"].size(), 10u) << "nine categories + total";
+  EXPECT_EQ(r["bubble_s"].size(), 11u) << "ten categories + total";
 }
 
 TEST(JsonReport, LlmOnlyKeysUnchanged) {
@@ -174,9 +174,11 @@ TEST(JsonReport, LlmOnlyKeysUnchanged) {
   for (const char* absent : {"placement", "modules", "optimus", "encoder_compute_summary"}) {
     EXPECT_FALSE(j.contains(absent)) << absent;
   }
-  EXPECT_EQ(j["bubble_summary"].size(), 8u) << "seven categories + total";
+  EXPECT_EQ(j["bubble_summary"].size(), 9u) << "the eight LLM categories + total";
+  EXPECT_TRUE(j["bubble_summary"].contains("host_overhead")) << "host overhead is an LLM category";
+  EXPECT_FALSE(j["bubble_summary"].contains("boundary_exposed"));
   EXPECT_FALSE(j["ranks"][0].contains("encoder_compute_s"));
-  EXPECT_EQ(j["ranks"][0]["bubble_s"].size(), 8u);
+  EXPECT_EQ(j["ranks"][0]["bubble_s"].size(), 9u);
 }
 
 TEST(TraceWriter, EncoderOpsCarryTheModuleNameCategoryAndColour) {

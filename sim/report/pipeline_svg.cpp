@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "sim/report/bubble_accounting.h"
 #include "sim/report/format.h"
 #include "sim/report/names.h"
 #include "sim/report/svg_util.h"
@@ -52,6 +53,9 @@ int lane_index(CommKind k) {
   }
 }
 
+// Compute-stream idle while the host had not issued the next op (olive).
+constexpr const char* kHostOverhead = "#bcbd22";
+
 // Encoder compute: pink forward (and recompute), deep violet backward.
 constexpr const char* kEncoderForward = "#e377c2";
 constexpr const char* kEncoderBackward = "#5e3c99";
@@ -96,7 +100,9 @@ std::string render_timeline_svg(const TimelineDocument& doc) {
 
   std::array<bool, kTimelineLanes> lane_used{};
   bool encoder_used = false;
+  bool host_used = false;
   for (const TimelineRow& r : rows) {
+    host_used |= !r.host.empty();
     for (int l = 0; l < kTimelineLanes; ++l) {
       lane_used[static_cast<size_t>(l)] |= !r.comm[static_cast<size_t>(l)].empty();
     }
@@ -149,6 +155,20 @@ std::string render_timeline_svg(const TimelineDocument& doc) {
         r.end_ns >= doc.end_ns ? kPlotWidth : static_cast<double>(std::max<int64_t>(r.end_ns, 0)) * scale;
     fmt::format_to(out, "<rect x=\"{:.2f}\" y=\"{:.2f}\" width=\"{:.2f}\" height=\"{:.0f}\" fill=\"url(#idle)\"/>\n",
                    x(0), y, row_width, kComputeH);
+    if (!r.host.empty()) {
+      // Host overhead over the idle hatch, in the stream's order (spans never
+      // overlap); neighbours closer than a pixel merge.
+      fmt::format_to(out, "<g class=\"host\" fill=\"{}\">", kHostOverhead);
+      for (size_t a = 0; a < r.host.size();) {
+        int64_t end = r.host[a].end;
+        size_t b = a + 1;
+        while (b < r.host.size() && r.host[b].start - end < merge_gap) end = std::max(end, r.host[b++].end);
+        fmt::format_to(out, "<rect x=\"{:.2f}\" y=\"{:.2f}\" width=\"{:.2f}\" height=\"{:.0f}\"/>", x(r.host[a].start),
+                       y, std::max(static_cast<double>(end - r.host[a].start) * scale, 0.5), kComputeH);
+        a = b;
+      }
+      fmt::format_to(out, "</g>\n");
+    }
     for (size_t a = 0; a < r.compute.size();) {
       const ComputeSpan& first = r.compute[a];
       int64_t end = first.end;
@@ -229,6 +249,7 @@ std::string render_timeline_svg(const TimelineDocument& doc) {
       legend.push_back({kLaneLegend[static_cast<size_t>(l)], kLaneStyles[static_cast<size_t>(l)].color});
     }
   }
+  if (host_used) legend.push_back({std::string(kHostOverheadLabel), kHostOverhead});
   legend.push_back({"compute idle (bubble)", "url(#idle)"});
   fmt::format_to(out, "<g class=\"legend\">\n");
   double lx = kLeft;
@@ -270,6 +291,9 @@ void PipelineSvg::on_op_end(const engine::OpSpan& span) {
   if (idx < 0) return;
   TimelineRow& row = rows_[static_cast<size_t>(idx)];
   const ir::Op& op = *span.ir;
+  if (span.issued > span.ready && span.stream == live_[static_cast<size_t>(idx)].main_stream) {
+    row.host.push_back({span.ready.count(), span.issued.count()});
+  }
   if (op.has_compute()) {
     if (span.stream != live_[static_cast<size_t>(idx)].main_stream) return;
     row.compute.push_back({span.start.count(), span.end.count(), op.microbatch(), static_cast<int16_t>(op.chunk()),

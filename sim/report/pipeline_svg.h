@@ -1,7 +1,9 @@
 // The pipeline picture (--svg): one row per drawn rank with its compute stream
-// as the main lane (idle time hatched light red) and a thin lane per kind of
-// communication (TP, CP, PP, DP; boundary and encoder communication in
-// multimodal programs) below it; time axis in ms; legend; title.
+// as the main lane (idle time hatched light red; idle waiting for the host to
+// issue the next op solid olive, in the legend only when there is some) and a
+// thin lane per kind of communication (TP, CP, PP, DP; boundary and encoder
+// communication in multimodal programs) below it; time axis in ms; legend;
+// title.
 // Consecutive compute ops of the same (module, phase, microbatch, chunk) (B and
 // W of one backward pass together), and communication ops of one lane, closer
 // than a pixel merge into one rectangle so a 30,000-op rank stays a few
@@ -45,6 +47,9 @@ struct TimelineRow {
   int64_t end_ns = 0;    // this row's iteration end: idle is hatched up to here
   std::string note;      // drawn in place of the lanes when the row has no timeline
   std::vector<ComputeSpan> compute;
+  // [ready, issued] of compute-stream ops whose host issued them late
+  // (docs/engine.md#host): the bubble category host_overhead.
+  std::vector<Span> host;
   std::array<std::vector<Span>, kTimelineLanes> comm;
 };
 

@@ -111,6 +111,48 @@ TEST(PipelineSvg, InterleavedBackwardKernelsFormOnePassColouredByTheLargerPart) 
   EXPECT_EQ(count(out, "fill=\"#eeca3b\""), 1u) << "only the legend swatch";
 }
 
+TEST(PipelineSvg, HostOverheadIsDrawnAndInTheLegendOnlyWhenThereIsSome) {
+  const std::string without = render(testing::two_rank_program(), "pipeline");
+  EXPECT_EQ(without.find("host (launch/framework)"), std::string::npos);
+  EXPECT_EQ(without.find("class=\"host\""), std::string::npos);
+
+  ir::Program p = testing::two_rank_program();
+  auto* compute = p.mutable_classes(0)->mutable_streams(testing::kCompute);
+  for (int i = 0; i < 10; ++i) *compute->add_ops() = testing::make_compute(ir::FORWARD, 0, i, ir::ROLE_FC1);
+  PipelineSvg svg(p, parse_rank_spec("0"));
+  engine::RunInfo info;
+  info.program = &p;
+  info.simulated_ranks = {0, 1};
+  svg.on_run_begin(info);
+  // Launch-bound: each 1 µs kernel waits 2 µs for its launch; the first five
+  // back to back, then one 20 µs apart (a separate span), then a kernel whose
+  // host was not late (no span).
+  for (int i = 0; i < 5; ++i) {
+    svg.on_op_end(testing::span(p, 0, testing::kCompute, 7 + i, i * 3000, i * 3000 + 2000, i * 3000 + 2000,
+                                (i + 1) * 3000));
+  }
+  svg.on_op_end(testing::span(p, 0, testing::kCompute, 12, 35'000, 37'000, 37'000, 38'000));
+  svg.on_op_end(testing::span(p, 0, testing::kCompute, 13, 38'000, 38'000, 39'000));
+  // Off the main compute stream, a late host draws nothing.
+  svg.on_op_end(testing::span(p, 0, testing::kTp, 0, 0, 500, 500, 600));
+  svg.on_run_end(TimeNs(40'000));
+  const std::vector<TimelineRow> rows = svg.rows();
+  ASSERT_EQ(rows.size(), 1u);
+  ASSERT_EQ(rows[0].host.size(), 6u);
+  EXPECT_EQ(rows[0].host[1].start, 3000);
+  EXPECT_EQ(rows[0].host[1].end, 5000);
+  const std::string out = svg.render();
+  std::string why;
+  EXPECT_TRUE(balanced(out, &why)) << why;
+  EXPECT_NE(out.find(">host (launch/framework)</text>"), std::string::npos);
+  EXPECT_EQ(count(out, "fill=\"#bcbd22\""), 2u) << "one host group + the legend swatch";
+  // 40 µs over the plot: a 1 µs gap is wider than a pixel, so the five close
+  // spans stay apart; 6 rects in the group.
+  const size_t group = out.find("class=\"host\"");
+  ASSERT_NE(group, std::string::npos);
+  EXPECT_EQ(count(out.substr(group, out.find("</g>", group) - group), "<rect"), 6u);
+}
+
 TEST(PipelineSvg, IsByteIdenticalAcrossRuns) {
   const ir::Program p = testing::two_rank_program();
   EXPECT_EQ(render(p, "all"), render(p, "all"));

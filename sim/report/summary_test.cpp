@@ -80,9 +80,10 @@ TEST(JsonReport, HasTheDocumentedKeysAndPerRankEntries) {
   EXPECT_EQ(r1["peak_memory_bytes"], 2100);
   EXPECT_EQ(r1["over_capacity"], true);
   for (const char* k : {"pp_warmup", "pp_cooldown", "pp_other", "tp_exposed", "cp_exposed", "dp_exposed", "pp_exposed",
-                        "total"}) {
+                        "host_overhead", "total"}) {
     EXPECT_TRUE(r1["bubble_s"].contains(k)) << k;
   }
+  EXPECT_EQ(r1["bubble_s"]["host_overhead"].get<double>(), 0.0) << "the scripted run's host is never late";
   // One line per rank: compact at 3,072 ranks.
   EXPECT_NE(text.find("\n  {\"rank\":0,"), std::string::npos);
 }
@@ -101,7 +102,7 @@ TEST(TerminalReport, ShowsTheHeadlineRows) {
   run.events = 1000;
   const std::string t = format_summary(run_fixture(), run);
   for (const char* needle : {"tiny <two> & ranks", "iteration time", "400 ns", "MFU", "HFU", "pp_warmup", "dp_exposed",
-                             "peak memory per rank", "2 of 2 ranks over capacity", "test cost model", "full: all 2",
+                             "bubble host_overhead", "peak memory per rank", "2 of 2 ranks over capacity", "test cost model", "full: all 2",
                              "2.000 k events/s", "1F1B", "  backward_input"}) {
     EXPECT_NE(t.find(needle), std::string::npos) << needle << "\n" << t;
   }

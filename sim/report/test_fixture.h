@@ -160,8 +160,17 @@ inline engine::OpSpan span(const ir::Program& p, int rank, int stream, int op, i
   s.op = op;
   s.ir = &p.classes(0).streams(stream).ops(op);
   s.ready = TimeNs(ready);
+  s.issued = s.ready;  // the host was not late
   s.start = TimeNs(start);
   s.end = TimeNs(end);
+  return s;
+}
+
+// The same, issued by its host only at `issued` (ready <= issued <= start).
+inline engine::OpSpan span(const ir::Program& p, int rank, int stream, int op, int64_t ready, int64_t issued,
+                           int64_t start, int64_t end) {
+  engine::OpSpan s = span(p, rank, stream, op, ready, start, end);
+  s.issued = TimeNs(issued);
   return s;
 }
 

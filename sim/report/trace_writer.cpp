@@ -1,5 +1,7 @@
 #include "sim/report/trace_writer.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -162,7 +164,11 @@ void TraceWriter::on_op_end(const engine::OpSpan& span) {
   } else if (op.has_recv()) {
     fmt::format_to(out, ",\"bytes\":{},\"tag\":{}", op.recv().bytes(), op.recv().tag());
   }
-  if (span.start > span.ready) fmt::format_to(out, ",\"waited_us\":{}", micros_exact((span.start - span.ready).count()));
+  // host_us: its host issued it late (docs/engine.md#host); waited_us: then it
+  // waited for peers or a compute slot.
+  if (span.issued > span.ready) fmt::format_to(out, ",\"host_us\":{}", micros_exact((span.issued - span.ready).count()));
+  const TimeNs issued = std::max(span.issued, span.ready);
+  if (span.start > issued) fmt::format_to(out, ",\"waited_us\":{}", micros_exact((span.start - issued).count()));
 
   // chrome://tracing honours "cname" (a reserved colour name); Perfetto colours
   // by slice name, which the module prefix already sets apart.

@@ -79,6 +79,34 @@ TEST(TraceWriter, IsValidJsonWithNamedTracksSlicesFlowsAndCounters) {
   EXPECT_EQ(j["otherData"]["iteration_time_ns"], 400);
 }
 
+TEST(TraceWriter, ALateHostShowsAsHostUsAndWaitingAfterItAsWaitedUs) {
+  const ir::Program p = testing::two_rank_program();
+  const fs::path path = fs::path(::testing::TempDir()) / "lacuna_trace_host.json";
+  fs::remove(path);
+  TraceWriter w(p, path.string(), parse_rank_spec("all"));
+  engine::RunInfo info;
+  info.program = &p;
+  info.simulated_ranks = {0, 1};
+  info.represents = {{0}, {1}};
+  w.on_run_begin(info);
+  w.on_op_end(testing::span(p, 0, testing::kCompute, 1, 0, 0, 100));                // host on time
+  w.on_op_end(testing::span(p, 1, testing::kCompute, 1, 0, 2500, 2500, 3000));      // issued 2.5 µs late
+  w.on_op_end(testing::span(p, 1, testing::kTp, 0, 3000, 3200, 3700, 4000));        // late, then peers
+  w.on_run_end(TimeNs(4000));
+  w.commit();
+  const auto j = nlohmann::json::parse(slurp(path));
+  std::map<std::string, nlohmann::json> args;
+  for (const auto& e : j["traceEvents"]) {
+    if (e["ph"] == "X") args[std::to_string(e["pid"].get<int>()) + " " + e["name"].get<std::string>()] = e["args"];
+  }
+  EXPECT_FALSE(args["0 F mb0 L0 qkv"].contains("host_us"));
+  EXPECT_FALSE(args["0 F mb0 L0 qkv"].contains("waited_us"));
+  EXPECT_DOUBLE_EQ(args["1 F mb0 L0 qkv"]["host_us"].get<double>(), 2.5);
+  EXPECT_FALSE(args["1 F mb0 L0 qkv"].contains("waited_us"));
+  EXPECT_DOUBLE_EQ(args["1 AG tp"]["host_us"].get<double>(), 0.2);
+  EXPECT_DOUBLE_EQ(args["1 AG tp"]["waited_us"].get<double>(), 0.5);
+}
+
 TEST(TraceWriter, PipelineDefaultAndFoldModeDrawOnlySelectedSimulatedRanks) {
   const ir::Program p = testing::two_rank_program();
   const auto j = nlohmann::json::parse(write_trace(p, "lacuna_trace_one.json", "1"));
