@@ -59,7 +59,7 @@ TEST(CalibrateE2E, CpuProfileOfTheCpuScenarioReadsBackAndSimulates) {
 // The profile shipped in calib/profiles/ still reads (schema drift would
 // break it) and times every kernel of the CPU scenario from a measurement.
 TEST(CalibrateE2E, ShippedCpuProfileCoversTheCpuScenarioExactly) {
-  const std::string shipped = source_path("calib/profiles/cpu-xeon-2core-tiny-mllm.pbtxt");
+  const std::string shipped = source_path("calib/profiles/cpu-epyc-2core-tiny-mllm.pbtxt");
   const calib::CalibrationProfile p = calibration::read_profile(shipped);
   EXPECT_EQ(p.device().kind(), calib::DeviceInfo::CPU);
   EXPECT_EQ(p.precision(), scenario::FP32);

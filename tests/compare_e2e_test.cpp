@@ -118,18 +118,32 @@ TEST(CompareE2E, SameInputsGiveByteIdenticalJsonAndSvg) {
   EXPECT_EQ(read_file(a / "c.json").find("wall"), std::string::npos) << "no wall-clock values in the JSON";
 }
 
+// Folding is exact with the analytic network. Under the flow model a folded
+// run leaves out the unsimulated ranks' own traffic (docs/network.md#folded-runs),
+// so it is never slower than the full run and within 0.5 % of it here (the
+// balanced placement's interleaved pipeline and the step's all-reduces share
+// NVLink with other classes' transfers).
 TEST(CompareE2E, FullRunMatchesFold) {
   TempDir dir("cmp-full");
-  const auto fold = compare_json(kTiny, dir, "--no-svg", "fold.json");
-  const auto full = compare_json(kTiny, dir, "--no-svg --full", "full.json");
-  EXPECT_EQ(full["mode"], "full");
-  ASSERT_EQ(fold["placements"].size(), full["placements"].size());
-  for (size_t i = 0; i < fold["placements"].size(); ++i) {
-    EXPECT_EQ(fold["placements"][i]["status"], full["placements"][i]["status"]);
-    EXPECT_EQ(fold["placements"][i]["iteration_time_ns"], full["placements"][i]["iteration_time_ns"])
-        << fold["placements"][i]["placement"];
+  for (const std::string network : {"analytic", "flow"}) {
+    SCOPED_TRACE(network);
+    const auto fold = compare_json(kTiny, dir, "--no-svg --network " + network, "fold.json");
+    const auto full = compare_json(kTiny, dir, "--no-svg --full --network " + network, "full.json");
+    EXPECT_EQ(full["mode"], "full");
+    ASSERT_EQ(fold["placements"].size(), full["placements"].size());
+    for (size_t i = 0; i < fold["placements"].size(); ++i) {
+      EXPECT_EQ(fold["placements"][i]["status"], full["placements"][i]["status"]);
+      const int64_t f = fold["placements"][i]["iteration_time_ns"];
+      const int64_t g = full["placements"][i]["iteration_time_ns"];
+      if (network == "analytic") {
+        EXPECT_EQ(f, g) << fold["placements"][i]["placement"];
+      } else {
+        EXPECT_LE(f, g) << fold["placements"][i]["placement"];
+        EXPECT_LE(static_cast<double>(g - f), 0.005 * static_cast<double>(g)) << fold["placements"][i]["placement"];
+      }
+    }
+    EXPECT_EQ(fold["llm_only"]["iteration_time_ns"], full["llm_only"]["iteration_time_ns"]);
   }
-  EXPECT_EQ(fold["llm_only"]["iteration_time_ns"], full["llm_only"]["iteration_time_ns"]);
 }
 
 TEST(CompareE2E, WithoutEncoderLayoutsHeterogeneousIsNotCompared) {

@@ -502,6 +502,21 @@ StageProgram build_stage_program(const StageInputs& in) {
   // bucket in forward order; gathered[c][k] is the kDpToCompute value after
   // bucket k's gather.
   std::vector<std::vector<int64_t>> gathered(v);
+  if (dp_ops && in.distributed_optimizer)
+    for (int32_t c = 0; c < v; ++c) {
+      gathered[c].resize(buckets[c].size());
+      for (size_t k = buckets[c].size(); k-- > 0;) {
+        dp_collective(ir::ALL_GATHER, kSlotDpCp, c, buckets[c][k].parameters * model::kBf16, buckets[c][k].module,
+                      dp_ctx);
+        gathered[c][k] = dp_records;
+      }
+    }
+  // Without overlap the gathers belong to the previous step (Megatron gathers
+  // synchronously inside optimizer.step(), before the next train_step zeroes
+  // the gradient buffer): compute waits for them before anything else.
+  const OpContext first_ctx{ir::DP_SYNC, 0, 0, -1};
+  if (dp_ops && in.distributed_optimizer && !in.overlap_param_gather)
+    b.wait(StreamId::kCompute, EventId::kDpToCompute, dp_records, first_ctx);
   // The fp32 gradient buffer is zeroed at the start of train_step
   // (zero_grad_buffer), one memset per module's buffer: gradient-sync
   // housekeeping (phase DP_SYNC), ahead of every pass.
@@ -518,15 +533,6 @@ StageProgram build_stage_program(const StageInputs& in) {
       stamp.apply(static_cast<int32_t>(mod));
     }
   }
-  if (dp_ops && in.distributed_optimizer)
-    for (int32_t c = 0; c < v; ++c) {
-      gathered[c].resize(buckets[c].size());
-      for (size_t k = buckets[c].size(); k-- > 0;) {
-        dp_collective(ir::ALL_GATHER, kSlotDpCp, c, buckets[c][k].parameters * model::kBf16, buckets[c][k].module,
-                      dp_ctx);
-        gathered[c][k] = dp_records;
-      }
-    }
 
   // Each microbatch's batch reaches the TP ranks (docs/compiler.md#data):
   // Megatron-LM 2021–2022 broadcasts the int64 tokens on every stage after a
@@ -597,11 +603,8 @@ StageProgram build_stage_program(const StageInputs& in) {
       const bool gather_waits =
           dp_ops && in.distributed_optimizer && in.overlap_param_gather && i == first_forward[a.chunk];
       const auto& fwd_buckets = buckets[a.chunk];
-      // Without overlap the gathers belong to the previous step (Megatron
-      // gathers synchronously inside optimizer.step()); with it, get_batch
-      // runs first and the first module's forward pre-hook then waits.
-      if (dp_ops && in.distributed_optimizer && !in.overlap_param_gather && i == 0)
-        b.wait(StreamId::kCompute, EventId::kDpToCompute, dp_records, ctx);
+      // With overlap get_batch runs first and the first module's forward
+      // pre-hook then waits for the gather.
       broadcast_batch(ctx);
       if (gather_waits && !fwd_buckets.empty()) {
         ModuleStamp stamp(b);

@@ -119,13 +119,26 @@ StageTimeline read_stage(const ir::RankClass& cls, const ComputeRecorder::Slot& 
   for (int32_t i = t.post_position; i < n && optimizer < 0; ++i)
     if (is_kernel(ops[i]) && ops[i].compute().op_class() == ir::OPTIMIZER) optimizer = i;
   if (optimizer < 0) throw Error("Optimus: LLM stage " + std::to_string(stage) + " has no optimizer kernel");
-  // PRE encoder work goes after the iteration's gradient-buffer memset
-  // (zero_grad_buffer clears every module's gradients before any forward).
+  // PRE encoder work goes after the iteration's gradient-buffer memsets
+  // (zero_grad_buffer clears every module's gradients before any forward)
+  // when they come first. Without overlapped parameter gathers the stream
+  // first waits for the previous step's gathers, then zeroes: the work goes
+  // before that wait, where the GPU idles, and the PRE bubble ends where the
+  // memsets start (work that overruns it delays them and every LLM op after).
   t.pre_position = 0;
-  while (t.pre_position < n && is_kernel(ops[t.pre_position]) && ops[t.pre_position].phase() == ir::DP_SYNC)
-    ++t.pre_position;
-  t.pre_start_ns = t.pre_position > 0 ? slot.end[static_cast<size_t>(t.pre_position - 1)] : 0;
+  t.pre_start_ns = 0;
   t.pre_end_ns = slot.start[static_cast<size_t>(first_kernel)];
+  if (n > 0 && is_kernel(ops[0])) {
+    while (t.pre_position < n && is_kernel(ops[t.pre_position]) && ops[t.pre_position].phase() == ir::DP_SYNC)
+      ++t.pre_position;
+    if (t.pre_position > 0) t.pre_start_ns = slot.end[static_cast<size_t>(t.pre_position - 1)];
+  } else {
+    for (int32_t i = 0; i < first_kernel; ++i)
+      if (is_kernel(ops[i])) {
+        t.pre_end_ns = slot.start[static_cast<size_t>(i)];
+        break;
+      }
+  }
   t.post_start_ns = slot.start[static_cast<size_t>(t.post_position)];
   t.post_end_ns = slot.start[static_cast<size_t>(optimizer)];
   // The whole optimizer step as the LLM-only run timed it, from its first

@@ -40,8 +40,8 @@ struct Bubble {
 struct StageTimeline {
   int32_t rank = 0;            // the representative simulated for this stage
   int32_t compute_stream = 0;  // index of "compute" in the stage's class
-  int32_t pre_position = 0;    // PRE encoder work goes before this op (after the gradient memset)
-  int64_t pre_start_ns = 0;    // … and can start once the ops before it ended
+  int32_t pre_position = 0;    // PRE encoder work goes before this op (after the gradient memsets, or before the wait for the previous step's gathers)
+  int64_t pre_start_ns = 0;    // … and can start once the ops before it ended (or, placed before the wait, after the memsets' total time)
   int64_t pre_end_ns = 0;      // the LLM's first kernel starts
   int32_t post_position = 0;   // first OPTIMIZER_STEP op: the final DP wait, or the optimizer
   int64_t post_start_ns = 0;   // the compute stream reaches post_position
