@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <cctype>
+#include <ostream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -120,6 +121,8 @@ const Row kTable[] = {
     {"megascale", P2P_OVERLAPPED, P2P_OVERLAPPED, false, true, true, true, false, true, true,
      BROADCAST_TENSORS_WITH_MASK},
 };
+
+void PrintTo(const Row& r, std::ostream* os) { *os << r.software; }
 
 class PresetRow : public ::testing::TestWithParam<Row> {};
 
@@ -481,6 +484,29 @@ TEST(ExecutionRules, TpOverlapNeedsTwoTpRanks) {
     EXPECT_EQ(e.where().file, kFile);
     EXPECT_EQ(e.where().line, line_of(kBase, "execution {"));
     EXPECT_THAT(e.problem(), HasSubstr("TP communication overlap needs tp ≥ 2 (tp is 1)"));
+  }
+}
+
+// Enum values the file format cannot name reach validation from code (or a
+// JSON number): rejected at the field, located at the execution block.
+TEST(ExecutionRules, UnknownEnumValuesAreRejected) {
+  const LoadedScenario ls = parse_scenario(kBase, Format::kText, kFile);
+  for (const std::string field : {"execution.pipeline_p2p", "execution.batch_broadcast"}) {
+    SCOPED_TRACE(field);
+    Scenario spec = ls.spec;
+    if (field == "execution.pipeline_p2p")
+      spec.mutable_execution()->set_pipeline_p2p(static_cast<PipelineP2p>(9));
+    else
+      spec.mutable_execution()->set_batch_broadcast(static_cast<BatchBroadcast>(9));
+    try {
+      validate_scenario(spec, ls.locations);
+      ADD_FAILURE() << "no error";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.where().field, field);
+      EXPECT_EQ(e.where().file, kFile);
+      EXPECT_EQ(e.where().line, line_of(kBase, "execution {"));
+      EXPECT_THAT(e.problem(), HasSubstr("has no value 9"));
+    }
   }
 }
 
