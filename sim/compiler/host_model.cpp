@@ -61,7 +61,11 @@ void apply_host_model(ir::Program& program) {
             free_receive[static_cast<size_t>(op.wait().event())])
           ns += comm;
         if (i == 0) ns += iteration;
-        if (in_pass(op.phase())) {
+        // A pass starts at its first kernel: the records and waits before
+        // it (a receive, a blocking p2p call's hand-off) belong to the
+        // communication around the pass, and Megatron's timers start
+        // inside forward_step / backward_step, after the receive.
+        if (in_pass(op.phase()) && op.has_compute()) {
           const PassKey k = key_of(op);
           if (!any_pass || !(k == current)) {
             ns += pass;

@@ -15,12 +15,13 @@ namespace lacuna::compiler {
 //   one NCCL call or one batched p2p group): collective_launch_us;
 // - an EventWait on a receive stream that runs free (overlapped p2p: the
 //   host posted that irecv): collective_launch_us;
-// - the first op of each pass (a forward or a backward of one microbatch on
-//   one model chunk of one module): + microbatch_overhead_us;
+// - the first kernel of each pass (a forward or a backward of one microbatch
+//   on one model chunk of one module; the records and waits of the
+//   communication before it are not the pass): + microbatch_overhead_us;
 // - the stream's first op: + iteration_overhead_us.
 // With execution.timer_sync (Megatron-LM 2021–2022), the host also waits for
-// the GPU (host_sync) at the first op of every pass and at the first op after
-// the last pass (the timers' torch.cuda.synchronize()). Adds to host_ns
+// the GPU (host_sync) at the first kernel of every pass and at the first
+// optimizer-step op after the last pass (the timers' torch.cuda.synchronize()). Adds to host_ns
 // already set; call it once per program.
 void apply_host_model(ir::Program& program);
 

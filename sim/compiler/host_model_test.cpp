@@ -134,7 +134,7 @@ TEST(HostModel, AppliedTwiceAddsTwice) {
         ASSERT_EQ(twice.classes(c).streams(s).ops(i).host_ns(), 2 * once.classes(c).streams(s).ops(i).host_ns());
 }
 
-// Per op: the launch cost by kind, the pass overhead on the first op of each
+// Per op: the launch cost by kind, the pass overhead on the first kernel of each
 // of the rank's 2·m passes (forward and backward of each microbatch), the
 // iteration overhead on the stream's first op; nothing off the compute stream.
 void expect_documented_costs(const Small& s, int64_t expected_free_waits, int64_t pass_ns = kPass) {
@@ -164,6 +164,7 @@ void expect_documented_costs(const Small& s, int64_t expected_free_waits, int64_
         // A pass starts here: a forward or backward op of a microbatch not
         // started before in that direction.
         const bool forward = op.phase() == ir::FORWARD;
+        EXPECT_TRUE(op.has_compute()) << "a pass starts at its first kernel: " << op.ShortDebugString();
         EXPECT_TRUE(forward || op.phase() == ir::BACKWARD_INPUT || op.phase() == ir::BACKWARD_WEIGHT ||
                     op.phase() == ir::RECOMPUTE)
             << op.ShortDebugString();
@@ -192,11 +193,9 @@ TEST(HostModel, OverlappedP2pCostsEachOpAsDocumented) {
 
 TEST(HostModel, BlockingP2pCostsEachLaunchAsDocumented) {
   // Blocking p2p: the receives wait for the call's record (one launch for the
-  // batched group); no free-running receive stream. Launch and iteration
-  // costs only: the pass overhead under blocking p2p is also charged at the
-  // calls' records (their ops carry FORWARD, microbatch 0, chunk 0), a known
-  // deviation from "the first op of each pass" left out here.
-  expect_documented_costs(quiet(scenario::P2P_BLOCKING), 0, 0);
+  // batched group); no free-running receive stream. The calls' own records
+  // and waits start no pass: exactly 2·m pass overheads, on kernels.
+  expect_documented_costs(quiet(scenario::P2P_BLOCKING), 0);
 }
 
 // Host syncs of a program: (op index) per class, compute stream.
@@ -252,7 +251,7 @@ TEST(HostModel, BlockingP2pSyncsAfterEveryCall) {
 }
 
 TEST(HostModel, TimerSyncWaitsAtEveryPassAndAfterTheLast) {
-  // Megatron-LM 2021–2022's timers: a synchronize at the first op of each of
+  // Megatron-LM 2021–2022's timers: a synchronize at the first kernel of each of
   // the 2·m passes and once after the last pass, at the optimizer step's first
   // op (the forward-backward timer stops after the gradient reduction).
   Small s = quiet(scenario::P2P_OVERLAPPED);

@@ -54,8 +54,6 @@ inline scenario::LoadedScenario make_mllm(const SmallMllm& m) {
     x->set_pipeline_p2p(scenario::P2P_OVERLAPPED);
     x->set_step_stats_sync(false);
     x->set_clip_grad(0);
-    if (getenv("X_NAN")) x->set_nan_check(false);
-    if (getenv("X_OVL")) x->set_pipeline_p2p(scenario::P2P_OVERLAPPED);
   }
   spec.mutable_placement()->set_kind(m.placement);
   spec.mutable_placement()->mutable_optimus()->set_coarse_only(m.coarse_only);

@@ -192,6 +192,16 @@ void validate_execution(const Scenario& spec, const Checker& c) {
     c.fail("model.llm.attention_window",
            "the unfused core attention computes every score and only masks the window: a window saves no work there",
            "use attention_kernel: ATTENTION_FLASH with a window, or attention_window: 0");
+  // The window's FLOPs (docs/kernels.md) are those of causal attention's band.
+  if (llm.attention_window() > 0 && llm.bidirectional_attention())
+    c.fail("model.llm.attention_window",
+           "sliding-window attention is modelled for causal attention only, and this model is bidirectional",
+           "set bidirectional_attention: false, or attention_window: 0");
+  for (int i = 0; i < spec.model().encoders_size(); ++i)
+    if (spec.model().encoders(i).transformer().attention_window() != 0)
+      c.fail("model.encoders[" + std::to_string(i) + "].transformer.attention_window",
+             "sliding-window attention is modelled for the LLM (causal) only",
+             "remove attention_window from the encoder");
 }
 
 }  // namespace lacuna::scenario

@@ -428,6 +428,11 @@ const Reject kRejections[] = {
      "model.llm.attention_window",
      "a window saves no work there",
      "attention_window: 256"},
+    {"attention_window_with_bidirectional_attention",
+     {{"seq_length: 1024", "seq_length: 1024\n    attention_window: 256\n    bidirectional_attention: true"}},
+     "model.llm.attention_window",
+     "modelled for causal attention only",
+     "attention_window: 256"},
 };
 
 INSTANTIATE_TEST_SUITE_P(Execution, ExecutionRejection, ::testing::ValuesIn(kRejections),
