@@ -2,6 +2,7 @@
 
 #include "sim/compiler/compile.h"
 #include "sim/compiler/host_model.h"
+#include "sim/compiler/memory_overheads.h"
 #include "sim/compiler/megatron_mllm.h"
 #include "sim/cost/cost_model.h"
 #include "sim/placement/heterogeneous.h"
@@ -16,7 +17,8 @@ std::string placement_name(scenario::PlacementKind kind) {
 }
 
 // The placement's program before the host model (compiler/host_model.h),
-// which every path then gets exactly once.
+// which every path then gets exactly once, as the memory overheads
+// (compiler/memory_overheads.h).
 ir::Program compile_placement(const scenario::LoadedScenario& scenario, scenario::PlacementKind kind,
                               const cost::CostModel& cost_model);
 
@@ -27,6 +29,7 @@ ir::Program compile_as(const scenario::LoadedScenario& scenario, scenario::Place
   if (spec.model().encoders_size() == 0) {
     ir::Program p = compiler::compile(scenario);
     compiler::apply_host_model(p);
+    compiler::apply_memory_overheads(p);
     return p;
   }
   // Optimus and the balanced partition time kernels while planning; they use
@@ -39,6 +42,7 @@ ir::Program compile_as(const scenario::LoadedScenario& scenario, scenario::Place
                        const cost::CostModel& cost_model) {
   ir::Program p = compile_placement(scenario, kind, cost_model);
   compiler::apply_host_model(p);
+  compiler::apply_memory_overheads(p);
   return p;
 }
 
