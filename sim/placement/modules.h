@@ -19,9 +19,15 @@ ir::ModuleInfo llm_module_info(const scenario::Scenario& spec);
 // [first_rank, first_rank + tp·cp·pp·dp).
 ir::ModuleInfo encoder_module_info(const scenario::Scenario& spec, int e, const scenario::ModuleLayout& layout);
 
-// Fills info.modules, placement, and adds the encoders' model / hardware FLOPs
-// to the LLM's (already set by compiler::compile); num_ranks is left as is.
+// Fills the program's info.modules (each with the recompute it runs: the
+// LLM's from spec.parallel, an encoder's from its layout), placement, and adds
+// the encoders' model / hardware FLOPs to the LLM's (already set by
+// compiler::compile); num_ranks is left as is. With block recompute the
+// hardware FLOPs count the encoder layers the program recomputes.
 void add_multimodal_info(const scenario::Scenario& spec, scenario::PlacementKind placement,
-                         const std::vector<scenario::ModuleLayout>& encoder_layouts, ir::ProgramInfo& info);
+                         const std::vector<scenario::ModuleLayout>& encoder_layouts, ir::Program& program);
+
+// Distinct layers of `module` that have RECOMPUTE kernels in the program.
+int64_t recomputed_layers(const ir::Program& program, int32_t module);
 
 }  // namespace lacuna::placement

@@ -225,7 +225,7 @@ ir::Program emit_optimus(const scenario::LoadedScenario& scenario, const Planner
     layouts.push_back(l);
   }
   auto* info = program.mutable_info();
-  add_multimodal_info(spec, scenario::OPTIMUS, layouts, *info);
+  add_multimodal_info(spec, scenario::OPTIMUS, layouts, program);
   auto* o = info->mutable_optimus();
   o->set_encoder_tp(r.geo.tp_enc);
   o->set_encoder_pp(r.geo.pp_enc);
