@@ -49,20 +49,6 @@ ir::Program compile_as(const scenario::LoadedScenario& scenario, scenario::Place
 
 namespace {
 
-ModuleRecompute llm_requested(const scenario::Scenario& spec) {
-  const auto& par = spec.parallel();
-  return {par.recompute(), par.recompute() == scenario::RECOMPUTE_FULL ? par.recompute_num_layers() : 0};
-}
-
-// The scenario with the LLM recomputing as `r`.
-scenario::LoadedScenario with_llm_recompute(const scenario::LoadedScenario& scenario, const ModuleRecompute& r) {
-  scenario::LoadedScenario out = scenario;
-  auto* par = out.spec.mutable_parallel();
-  par->set_recompute(r.mode);
-  par->set_recompute_num_layers(r.mode == scenario::RECOMPUTE_FULL ? r.num_layers : 0);
-  return out;
-}
-
 // Megatron's placements ask every encoder to recompute like the LLM, every
 // layer (Megatron gives a vision model its own TransformerConfig, so the
 // planner may raise each one on its own).
@@ -70,7 +56,7 @@ RecomputeRequest megatron_request(const scenario::Scenario& spec, scenario::Plac
   RecomputeRequest r;
   // The balanced partition follows the layers' times, recompute included.
   r.fixed_order = kind == scenario::MEGATRON_BASELINE;
-  r.requested.push_back(llm_requested(spec));
+  r.requested.push_back(llm_recompute(spec));
   r.adjustable.push_back(true);
   for (const auto& e : spec.model().encoders()) {
     r.requested.push_back({spec.parallel().recompute(), 0});
@@ -110,7 +96,7 @@ CompileWithRecompute megatron_with(const scenario::LoadedScenario& scenario, sce
 RecomputeRequest heterogeneous_request(const scenario::Scenario& spec) {
   RecomputeRequest r;
   r.fixed_order = true;  // static schedules (three phases, graph-aware 1F1B)
-  r.requested.push_back(llm_requested(spec));
+  r.requested.push_back(llm_recompute(spec));
   r.adjustable.push_back(true);
   for (const auto& e : spec.model().encoders()) {
     const auto& l = e.layout();

@@ -19,6 +19,20 @@ scenario::LoadedScenario llm_only(const scenario::LoadedScenario& scenario) {
   return out;
 }
 
+compiler::ModuleRecompute llm_recompute(const scenario::Scenario& spec) {
+  const auto& par = spec.parallel();
+  return {par.recompute(), par.recompute() == scenario::RECOMPUTE_FULL ? par.recompute_num_layers() : 0};
+}
+
+scenario::LoadedScenario with_llm_recompute(const scenario::LoadedScenario& scenario,
+                                            const compiler::ModuleRecompute& r) {
+  scenario::LoadedScenario out = scenario;
+  auto* par = out.spec.mutable_parallel();
+  par->set_recompute(r.mode);
+  par->set_recompute_num_layers(r.mode == scenario::RECOMPUTE_FULL ? r.num_layers : 0);
+  return out;
+}
+
 ir::ModuleInfo llm_module_info(const scenario::Scenario& spec) {
   const auto& par = spec.parallel();
   ir::ModuleInfo m;

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 
+#include "sim/compiler/module_recompute.h"
 #include "sim/model/mllm.h"
 #include "sim/proto/program.pb.h"
 #include "sim/scenario/scenario.h"
@@ -12,6 +13,14 @@ namespace lacuna::placement {
 
 // The scenario without its encoders (and placement): what the LLM alone runs.
 scenario::LoadedScenario llm_only(const scenario::LoadedScenario& scenario);
+
+// The recompute the scenario asks of the LLM (parallel.recompute, and
+// recompute_num_layers with full recompute).
+compiler::ModuleRecompute llm_recompute(const scenario::Scenario& spec);
+// The scenario with the LLM recomputing as `r` (what a planner that raised it
+// compiles).
+scenario::LoadedScenario with_llm_recompute(const scenario::LoadedScenario& scenario,
+                                            const compiler::ModuleRecompute& r);
 
 // Module 0: the LLM in the scenario's parallel plan, ranks [0, world).
 ir::ModuleInfo llm_module_info(const scenario::Scenario& spec);
