@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <set>
 #include <nlohmann/json.hpp>
 
@@ -105,6 +106,65 @@ TEST(CompareE2E, TinyScenarioComparesEveryPlacementSideBySide) {
   EXPECT_NE(svg.find(">encoder forward</text>"), std::string::npos) << "encoder compute drawn in its own colour";
 
   expect_all_simulated(j);
+}
+
+// On a 4.5 GiB GPU the Megatron baseline and Optimus fit once their planners
+// raise the recompute; the balanced and heterogeneous placements do not even
+// at full recompute of every layer: simulated, shown, not ranked, and a line
+// says why (docs/compare.md).
+TEST(CompareE2E, PlacementsOverHbmAreListedWithTheirReasonAndNotRanked) {
+  TempDir dir("cmp-hbm");
+  std::string text = read_file(kTiny);
+  const std::string preset = "  preset: \"h100-sxm\"\n";
+  ASSERT_NE(text.find(preset), std::string::npos);
+  text.replace(text.find(preset), preset.size(), preset + "  gpu { hbm_capacity_gib: 4.5 }\n");
+  const std::string small = dir / "tiny-4.5gib.pbtxt";
+  {
+    std::ofstream(small) << text;
+  }
+  const auto r = run_lacuna("compare " + small + " --network analytic --no-svg --json " + (dir / "c.json"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("(!) does not fit HBM, not ranked"), std::string::npos) << r.output;
+  const auto j = nlohmann::json::parse(read_file(dir / "c.json"));
+  std::vector<std::string> ranked, over;
+  for (const auto& p : j["placements"]) {
+    ASSERT_EQ(p["status"], "ok") << p.dump();
+    const std::string name = p["name"].get<std::string>();
+    if (p["fits"].get<bool>()) {
+      ranked.push_back(p["placement"].get<std::string>());
+      EXPECT_LE(p["peak_memory_bytes"].get<int64_t>(), int64_t{9} << 29) << name;
+      continue;
+    }
+    over.push_back(p["placement"].get<std::string>());
+    EXPECT_TRUE(p["rank"].is_null());
+    EXPECT_TRUE(p["speedup"].is_null());
+    const std::string reason = p["infeasible_reason"].get<std::string>();
+    // The worst rank's peak (the best its planner reached), the capacity,
+    // the recompute reached.
+    EXPECT_NE(reason.find("peaks at "), std::string::npos) << reason;
+    EXPECT_NE(reason.find("> 4.83 GB"), std::string::npos) << reason;
+    EXPECT_NE(reason.find("gpt-tiny full recompute of every layer"), std::string::npos) << reason;
+    EXPECT_NE(r.output.find(name), std::string::npos);
+    EXPECT_NE(r.output.find(reason.substr(0, 40)), std::string::npos) << "the reason under the table\n" << r.output;
+  }
+  EXPECT_EQ(over, (std::vector<std::string>{"MEGATRON_BALANCED", "HETEROGENEOUS"}));
+  // Only those that fit are ranked, fastest first.
+  ASSERT_EQ(j["ranking"].size(), 2u);
+  std::vector<std::string> ranking;
+  for (const auto& k : j["ranking"]) ranking.push_back(k.get<std::string>());
+  std::sort(ranked.begin(), ranked.end());
+  std::vector<std::string> sorted = ranking;
+  std::sort(sorted.begin(), sorted.end());
+  EXPECT_EQ(sorted, ranked);
+  double previous = 0;
+  for (const std::string& k : ranking)
+    for (const auto& p : j["placements"])
+      if (p["placement"] == k) {
+        EXPECT_GE(p["iteration_time_s"].get<double>(), previous);
+        previous = p["iteration_time_s"].get<double>();
+      }
+  // The baseline's recompute was raised to fit (modules record it).
+  EXPECT_NE(j["placements"][0]["modules"][1]["recompute"], "none") << j["placements"][0]["modules"].dump();
 }
 
 TEST(CompareE2E, SameInputsGiveByteIdenticalJsonAndSvg) {

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "sim/proto/program.pb.h"
@@ -62,6 +63,48 @@ TEST(SimulateE2E, SmallScenarioPrintsSummaryAndWritesAllOutputs) {
   const std::string svg = read_file(dir / "s.svg");
   EXPECT_NE(svg.find("<svg"), std::string::npos);
   EXPECT_NE(svg.find("</svg>"), std::string::npos);
+}
+
+// A rank over HBM is not a valid result (docs/memory-model.md#feasibility):
+// the small scenario on a 10 GiB GPU puts its first stage over capacity.
+TEST(SimulateE2E, OverCapacityWarnsAndStrictMemoryFails) {
+  TempDir dir("memory");
+  std::string text = read_file(kSmall);
+  const std::string nodes = "  num_nodes: 1\n";
+  ASSERT_NE(text.find(nodes), std::string::npos);
+  text.replace(text.find(nodes), nodes.size(), nodes + "  gpu { hbm_capacity_gib: 10 }\n");
+  const std::string over = dir / "small-10gib.pbtxt";
+  {
+    std::ofstream(over) << text;
+  }
+  const std::string quiet = " --no-trace --no-svg --out-dir " + dir.path().string();
+
+  // Without --strict-memory: exit 0, the warning before and after the table
+  // and on stderr (run_lacuna merges the two: three copies), JSON infeasible.
+  auto r = run_lacuna("simulate " + over + quiet + " --json " + (dir / "over.json"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string warning = "WARNING: 4 of 8 ranks exceed HBM (peak ";
+  size_t copies = 0;
+  for (size_t at = r.output.find(warning); at != std::string::npos; at = r.output.find(warning, at + 1)) ++copies;
+  EXPECT_EQ(copies, 3u) << r.output;
+  const auto j = nlohmann::json::parse(read_file(dir / "over.json"));
+  EXPECT_FALSE(j["feasibility"]["fits"].get<bool>());
+  EXPECT_EQ(j["feasibility"]["over_capacity_ranks"].get<int>(), 4);
+  EXPECT_EQ(j["feasibility"]["capacity_bytes"].get<int64_t>(), int64_t{10} << 30);
+  EXPECT_GT(j["feasibility"]["peak_bytes"].get<int64_t>(), int64_t{10} << 30);
+
+  // --strict-memory: exit 4 and no output file.
+  r = run_lacuna("simulate " + over + quiet + " --strict-memory --json " + (dir / "strict.json"));
+  EXPECT_EQ(r.exit_code, 4) << r.output;
+  EXPECT_NE(r.output.find("lacuna: error: --strict-memory: 4 of 8 ranks exceed the HBM capacity"), std::string::npos)
+      << r.output;
+  EXPECT_FALSE(std::filesystem::exists(dir / "strict.json"));
+
+  // The shipped scenario fits its 80 GiB: --strict-memory changes nothing.
+  r = run_lacuna("simulate " + kSmall + quiet + " --strict-memory --json " + (dir / "fits.json"));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.find("WARNING"), std::string::npos) << r.output;
+  EXPECT_TRUE(nlohmann::json::parse(read_file(dir / "fits.json"))["feasibility"]["fits"].get<bool>());
 }
 
 TEST(SimulateE2E, SameInputsGiveByteIdenticalOutputs) {

@@ -100,7 +100,7 @@ int32_t balanced_virtual_stages(const scenario::LoadedScenario& scenario, const 
 }  // namespace
 
 ir::Program compile_megatron_mllm(const scenario::LoadedScenario& scenario, scenario::PlacementKind kind,
-                                  const cost::CostModel& cost) {
+                                  const cost::CostModel& cost, const std::vector<ModuleRecompute>& encoder_recompute) {
   const auto& spec = scenario.spec;
   const auto& par = spec.parallel();
   if (kind != scenario::MEGATRON_BASELINE && kind != scenario::MEGATRON_BALANCED)
@@ -122,8 +122,14 @@ ir::Program compile_megatron_mllm(const scenario::LoadedScenario& scenario, scen
   const int32_t v = balanced ? balanced_virtual_stages(scenario, plan)
                              : (par.virtual_stages() > 0 ? static_cast<int32_t>(par.virtual_stages()) : 1);
   StageInputs base = llm_stage_inputs(scenario, plan, v, /*plan_layers=*/!balanced);
-  for (int e = 0; e < num_encoders; ++e)
-    base.encoders.push_back(encoder_work(spec, e, plan.micro_batch, shard, par.recompute()));
+  if (!encoder_recompute.empty() && static_cast<int>(encoder_recompute.size()) != num_encoders)
+    throw Error("compile_megatron_mllm: internal error, " + std::to_string(encoder_recompute.size()) +
+                " encoder recompute choices for " + std::to_string(num_encoders) + " encoders");
+  for (int e = 0; e < num_encoders; ++e) {
+    const ModuleRecompute r =
+        encoder_recompute.empty() ? ModuleRecompute{par.recompute(), 0} : encoder_recompute[static_cast<size_t>(e)];
+    base.encoders.push_back(encoder_work(spec, e, plan.micro_batch, shard, r.mode, r.num_layers));
+  }
   const int32_t num_vs = plan.dims.pp * v;
   const int64_t llm_layers = spec.model().llm().num_layers();
   std::vector<std::string> stage_names;

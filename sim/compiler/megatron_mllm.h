@@ -5,6 +5,9 @@
 //   split over pp × v virtual stages by dynamic programming on per-layer time.
 #pragma once
 
+#include <vector>
+
+#include "sim/compiler/module_recompute.h"
 #include "sim/cost/cost_model.h"
 #include "sim/proto/program.pb.h"
 #include "sim/scenario/scenario.h"
@@ -12,8 +15,11 @@
 namespace lacuna::compiler {
 
 // `kind` is MEGATRON_BASELINE or MEGATRON_BALANCED. `cost` times the layers
-// for the balanced partition (unused by the baseline).
+// for the balanced partition (unused by the baseline). `encoder_recompute`
+// gives encoder e's recompute (one entry per encoder); empty: every encoder
+// recomputes like the LLM (parallel.recompute, every layer).
 ir::Program compile_megatron_mllm(const scenario::LoadedScenario& scenario, scenario::PlacementKind kind,
-                                  const cost::CostModel& cost);
+                                  const cost::CostModel& cost,
+                                  const std::vector<ModuleRecompute>& encoder_recompute = {});
 
 }  // namespace lacuna::compiler

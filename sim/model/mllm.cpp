@@ -283,7 +283,7 @@ double encoder_model_flops_per_iteration(const scenario::Scenario& spec, int e, 
 }
 
 double encoder_hardware_flops_per_iteration(const scenario::Scenario& spec, int e, int64_t global_batch,
-                                            scenario::Recompute recompute) {
+                                            scenario::Recompute recompute, int64_t recomputed_layers) {
   const double model = encoder_model_flops_per_iteration(spec, e, global_batch);
   // A frozen encoder runs no backward, so nothing is recomputed.
   if (encoder(spec, e).frozen()) return model;
@@ -294,7 +294,8 @@ double encoder_hardware_flops_per_iteration(const scenario::Scenario& spec, int 
   } else if (recompute == scenario::RECOMPUTE_SELECTIVE) {
     repeated_per_layer = 4.0 * d(one.tokens()) * d(one.seq_length) * d(one.q_width());
   }
-  return model + d(global_batch) * d(encoder(spec, e).transformer().num_layers()) * repeated_per_layer;
+  const int64_t layers = recomputed_layers >= 0 ? recomputed_layers : encoder(spec, e).transformer().num_layers();
+  return model + d(global_batch) * d(layers) * repeated_per_layer;
 }
 
 int64_t boundary_bytes(const scenario::Scenario& spec, int64_t samples) {

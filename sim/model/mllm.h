@@ -95,8 +95,10 @@ int64_t encoder_parameters(const scenario::Scenario& spec, int e);
 double encoder_model_flops_per_iteration(const scenario::Scenario& spec, int e, int64_t global_batch);
 // Encoder FLOPs actually executed (adds full recompute's repeated forward
 // when the encoder's layout recomputes).
+// `recomputed_layers`: how many of its layers recompute (block recompute);
+// -1 every layer.
 double encoder_hardware_flops_per_iteration(const scenario::Scenario& spec, int e, int64_t global_batch,
-                                            scenario::Recompute recompute);
+                                            scenario::Recompute recompute, int64_t recomputed_layers = -1);
 
 // Bytes of the vision embeddings that cross the encoder → LLM boundary for
 // `samples` samples, all encoders: samples × vision tokens × h_llm × 2 (bf16).

@@ -2,11 +2,13 @@
 
 #include "sim/compiler/compile.h"
 #include "sim/compiler/host_model.h"
+#include "sim/compiler/memory_overheads.h"
 #include "sim/compiler/megatron_mllm.h"
 #include "sim/cost/cost_model.h"
 #include "sim/placement/heterogeneous.h"
 #include "sim/placement/modules.h"
 #include "sim/placement/optimus.h"
+#include "sim/placement/recompute_fit.h"
 
 namespace lacuna::placement {
 namespace {
@@ -16,7 +18,8 @@ std::string placement_name(scenario::PlacementKind kind) {
 }
 
 // The placement's program before the host model (compiler/host_model.h),
-// which every path then gets exactly once.
+// which every path then gets exactly once, as the memory overheads
+// (compiler/memory_overheads.h).
 ir::Program compile_placement(const scenario::LoadedScenario& scenario, scenario::PlacementKind kind,
                               const cost::CostModel& cost_model);
 
@@ -27,6 +30,7 @@ ir::Program compile_as(const scenario::LoadedScenario& scenario, scenario::Place
   if (spec.model().encoders_size() == 0) {
     ir::Program p = compiler::compile(scenario);
     compiler::apply_host_model(p);
+    compiler::apply_memory_overheads(p);
     return p;
   }
   // Optimus and the balanced partition time kernels while planning; they use
@@ -39,7 +43,106 @@ ir::Program compile_as(const scenario::LoadedScenario& scenario, scenario::Place
                        const cost::CostModel& cost_model) {
   ir::Program p = compile_placement(scenario, kind, cost_model);
   compiler::apply_host_model(p);
+  compiler::apply_memory_overheads(p);
   return p;
+}
+
+namespace {
+
+// Megatron's placements ask every encoder to recompute like the LLM, every
+// layer (Megatron gives a vision model its own TransformerConfig, so the
+// planner may raise each one on its own).
+RecomputeRequest megatron_request(const scenario::Scenario& spec, scenario::PlacementKind kind) {
+  RecomputeRequest r;
+  // The balanced partition follows the layers' times, recompute included.
+  r.fixed_order = kind == scenario::MEGATRON_BASELINE;
+  r.requested.push_back(llm_recompute(spec));
+  r.adjustable.push_back(true);
+  for (const auto& e : spec.model().encoders()) {
+    r.requested.push_back({spec.parallel().recompute(), 0});
+    r.adjustable.push_back(!e.frozen());
+  }
+  return r;
+}
+
+CompileWithRecompute megatron_with(const scenario::LoadedScenario& scenario, scenario::PlacementKind kind,
+                                   const cost::CostModel& cost) {
+  return [&scenario, kind, &cost](const std::vector<ModuleRecompute>& r) {
+    const scenario::LoadedScenario s = with_llm_recompute(scenario, r.at(0));
+    const std::vector<ModuleRecompute> encoders(r.begin() + 1, r.end());
+    ir::Program p = compiler::compile_megatron_mllm(s, kind, cost, encoders);
+    // Megatron runs every encoder in the LLM's layout.
+    const auto& par = s.spec.parallel();
+    std::vector<scenario::ModuleLayout> layouts;
+    for (const ModuleRecompute& e : encoders) {
+      scenario::ModuleLayout l;
+      l.set_tp(par.tp());
+      l.set_cp(par.cp());
+      l.set_pp(kind == scenario::MEGATRON_BASELINE ? 1 : par.pp());
+      l.set_dp(par.dp());
+      l.set_virtual_stages(p.info().virtual_stages());
+      l.set_sequence_parallel(par.sequence_parallel());
+      l.set_recompute(e.mode);
+      l.set_recompute_num_layers(e.num_layers);
+      layouts.push_back(l);
+    }
+    add_multimodal_info(s.spec, kind, layouts, p);
+    compiler::apply_memory_overheads(p);
+    return p;
+  };
+}
+
+// The heterogeneous placement: each encoder's layout says how it recomputes.
+RecomputeRequest heterogeneous_request(const scenario::Scenario& spec) {
+  RecomputeRequest r;
+  r.fixed_order = true;  // static schedules (three phases, graph-aware 1F1B)
+  r.requested.push_back(llm_recompute(spec));
+  r.adjustable.push_back(true);
+  for (const auto& e : spec.model().encoders()) {
+    const auto& l = e.layout();
+    r.requested.push_back({l.recompute(), l.recompute() == scenario::RECOMPUTE_FULL ? l.recompute_num_layers() : 0});
+    r.adjustable.push_back(!e.frozen());
+  }
+  return r;
+}
+
+CompileWithRecompute heterogeneous_with(const scenario::LoadedScenario& scenario, const cost::CostModel& cost) {
+  return [&scenario, &cost](const std::vector<ModuleRecompute>& r) {
+    scenario::LoadedScenario s = with_llm_recompute(scenario, r.at(0));
+    for (int e = 0; e < s.spec.model().encoders_size(); ++e) {
+      auto* l = s.spec.mutable_model()->mutable_encoders(e)->mutable_layout();
+      l->set_recompute(r.at(static_cast<size_t>(e) + 1).mode);
+      l->set_recompute_num_layers(r.at(static_cast<size_t>(e) + 1).num_layers);
+    }
+    ir::Program p = compile_heterogeneous(s, cost);
+    compiler::apply_memory_overheads(p);
+    return p;
+  };
+}
+
+}  // namespace
+
+RecomputeRequest recompute_request(const scenario::LoadedScenario& scenario, scenario::PlacementKind kind) {
+  switch (kind) {
+    case scenario::MEGATRON_BASELINE:
+    case scenario::MEGATRON_BALANCED: return megatron_request(scenario.spec, kind);
+    case scenario::HETEROGENEOUS: return heterogeneous_request(scenario.spec);
+    default:
+      throw Error(scenario.locations.locate("placement.kind"),
+                  placement_name(kind) + " plans its recompute itself (or has no recompute search)");
+  }
+}
+
+CompileWithRecompute compile_with_recompute(const scenario::LoadedScenario& scenario, scenario::PlacementKind kind,
+                                            const cost::CostModel& cost) {
+  switch (kind) {
+    case scenario::MEGATRON_BASELINE:
+    case scenario::MEGATRON_BALANCED: return megatron_with(scenario, kind, cost);
+    case scenario::HETEROGENEOUS: return heterogeneous_with(scenario, cost);
+    default:
+      throw Error(scenario.locations.locate("placement.kind"),
+                  placement_name(kind) + " plans its recompute itself (or has no recompute search)");
+  }
 }
 
 namespace {
@@ -51,22 +154,9 @@ ir::Program compile_placement(const scenario::LoadedScenario& scenario, scenario
   const cost::CostModel* cost = &cost_model;
   switch (kind) {
     case scenario::MEGATRON_BASELINE:
-    case scenario::MEGATRON_BALANCED: {
-      ir::Program p = compiler::compile_megatron_mllm(scenario, kind, *cost);
-      // Megatron runs every encoder in the LLM's layout.
-      const auto& par = spec.parallel();
-      scenario::ModuleLayout inherited;
-      inherited.set_tp(par.tp());
-      inherited.set_cp(par.cp());
-      inherited.set_pp(kind == scenario::MEGATRON_BASELINE ? 1 : par.pp());
-      inherited.set_dp(par.dp());
-      inherited.set_virtual_stages(p.info().virtual_stages());
-      inherited.set_sequence_parallel(par.sequence_parallel());
-      inherited.set_recompute(par.recompute());
-      const std::vector<scenario::ModuleLayout> layouts(static_cast<size_t>(spec.model().encoders_size()), inherited);
-      add_multimodal_info(spec, kind, layouts, *p.mutable_info());
-      return p;
-    }
+    case scenario::MEGATRON_BALANCED:
+      return fit_recompute(recompute_request(scenario, kind), compile_with_recompute(scenario, kind, *cost), *cost)
+          .program;
     case scenario::OPTIMUS:
       return compile_optimus(scenario, *cost);
     case scenario::HETEROGENEOUS:
@@ -76,7 +166,8 @@ ir::Program compile_placement(const scenario::LoadedScenario& scenario, scenario
                       "the heterogeneous placement needs a layout for every encoder; encoder " +
                           std::to_string(e) + " has none",
                       "add `layout { tp: .. cp: .. pp: .. dp: .. first_rank: .. }` to the encoder");
-      return compile_heterogeneous(scenario, *cost);
+      return fit_recompute(recompute_request(scenario, kind), compile_with_recompute(scenario, kind, *cost), *cost)
+          .program;
     default:
       throw Error(scenario.locations.locate("placement.kind"),
                   "placement " + placement_name(kind) + " cannot be compiled",

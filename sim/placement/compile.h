@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "sim/cost/cost_model.h"
+#include "sim/placement/recompute_fit.h"
 #include "sim/proto/program.pb.h"
 #include "sim/scenario/scenario.h"
 
@@ -25,6 +26,16 @@ ir::Program compile(const scenario::LoadedScenario& scenario, const cost::CostMo
 ir::Program compile_as(const scenario::LoadedScenario& scenario, scenario::PlacementKind kind);
 ir::Program compile_as(const scenario::LoadedScenario& scenario, scenario::PlacementKind kind,
                        const cost::CostModel& cost);
+
+// The recompute search's view of a multimodal placement (MEGATRON_BASELINE,
+// MEGATRON_BALANCED, HETEROGENEOUS; Optimus plans its recompute in its
+// planner): the recompute the scenario asks of each module, and the placement
+// compiled with any recompute per module (memory overheads applied).
+// compile_as runs fit_recompute with them (docs/memory-model.md#feasibility).
+// The function refers to `scenario` and `cost`, which must outlive it.
+RecomputeRequest recompute_request(const scenario::LoadedScenario& scenario, scenario::PlacementKind kind);
+CompileWithRecompute compile_with_recompute(const scenario::LoadedScenario& scenario, scenario::PlacementKind kind,
+                                            const cost::CostModel& cost);
 
 // Placements `lacuna compare` runs for this scenario, in table order:
 // Megatron baseline, Megatron balanced (interleaved-capable shapes), Optimus,

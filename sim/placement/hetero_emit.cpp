@@ -176,6 +176,11 @@ StageWork stage_work(const scenario::Scenario& spec, const EncoderPlan& enc, int
     w.layer_activation_bytes = cost::layer_activation_bytes(compiler::activation_inputs(w.shape, w.recompute));
     if (w.recompute == scenario::RECOMPUTE_FULL)
       w.recompute_activation_bytes = cost::layer_activation_bytes(compiler::activation_inputs(w.shape, scenario::RECOMPUTE_NONE));
+    if (w.recompute == scenario::RECOMPUTE_FULL && enc.recompute_num_layers > 0) {
+      w.recompute_num_layers = enc.recompute_num_layers;
+      w.layer_bwd_plain = model::layer_backward(w.shape, scenario::RECOMPUTE_NONE);
+      w.layer_activation_bytes_plain = w.recompute_activation_bytes;
+    }
   }
   if (w.first_stage) {
     w.patch_fwd = model::patch_embedding_forward(w.shape);
@@ -207,7 +212,8 @@ void emit_forward(StepEmitter& em, const StageWork& w, const OpCtx& base) {
   for (int64_t l = w.first_layer; l < w.first_layer + w.num_layers; ++l) {
     OpCtx lc = ctx;
     lc.layer = static_cast<int32_t>(l);
-    em.add_memory(em.emit(w.layer_fwd, lc).last, w.layer_activation_bytes);
+    em.add_memory(em.emit(w.layer_fwd, lc).last,
+                  w.recomputes(l) ? w.layer_activation_bytes : w.layer_activation_bytes_plain);
   }
   if (w.last_stage) em.add_memory(em.emit(w.post_fwd, ctx).last, w.post_activation_bytes + w.output_bytes);
   em.flush(ctx);
@@ -222,6 +228,10 @@ void emit_backward(StepEmitter& em, const StageWork& w, const OpCtx& base) {
     for (int64_t l = w.first_layer + w.num_layers - 1; l >= w.first_layer; --l) {
       OpCtx lc = ctx;
       lc.layer = static_cast<int32_t>(l);
+      if (!w.recomputes(l)) {
+        em.add_memory(em.emit(w.layer_bwd_plain, lc).last, -w.layer_activation_bytes_plain);
+        continue;
+      }
       const auto out = em.emit(w.layer_bwd, lc);
       em.add_memory(out.last_recompute, w.recompute_activation_bytes);
       em.add_memory(out.last, -(w.layer_activation_bytes + w.recompute_activation_bytes));

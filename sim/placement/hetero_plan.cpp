@@ -78,6 +78,15 @@ EncoderPlan make_encoder(const scenario::LoadedScenario& sc, const Checker& c, c
   p.rank_order = l.rank_order();
   p.frozen = enc.frozen();
   p.recompute = l.recompute();
+  if (l.recompute_num_layers() < 0)
+    c.fail(at + ".recompute_num_layers", who + ": recompute_num_layers = " + s(l.recompute_num_layers()) + " is negative",
+           "the layers of each pipeline stage to recompute, or 0 for all");
+  if (l.recompute_num_layers() > 0 && l.recompute() != scenario::RECOMPUTE_FULL)
+    c.fail(at + ".recompute_num_layers",
+           who + ": recompute_num_layers needs recompute: RECOMPUTE_FULL (Megatron-LM rejects --recompute-num-layers "
+                 "with selective recompute)",
+           "set recompute: RECOMPUTE_FULL, or remove recompute_num_layers");
+  p.recompute_num_layers = l.recompute_num_layers();
   if (l.virtual_stages() > 1)
     c.fail(at + ".virtual_stages",
            who + ": virtual pipeline stages (" + s(l.virtual_stages()) +

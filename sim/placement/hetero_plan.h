@@ -44,6 +44,7 @@ struct EncoderPlan {
   bool frozen = false;
   bool sequence_parallel = false;  // only with tp > 1
   scenario::Recompute recompute = scenario::RECOMPUTE_NONE;
+  int64_t recompute_num_layers = 0;  // full recompute: first N layers of each stage; 0 all
   DpRelation relation = DpRelation::kEqual;
   // dp_e / dp_llm for fan-in, dp_llm / dp_e for fan-out, 1 for equal.
   int32_t ratio = 1;

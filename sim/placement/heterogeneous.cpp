@@ -87,7 +87,7 @@ ir::Program compile_heterogeneous(const scenario::LoadedScenario& scenario, cons
   std::vector<scenario::ModuleLayout> layouts;
   for (const auto& enc : plan.encoders) layouts.push_back(enc.layout);
   auto* info = program.mutable_info();
-  add_multimodal_info(scenario.spec, scenario::HETEROGENEOUS, layouts, *info);
+  add_multimodal_info(scenario.spec, scenario::HETEROGENEOUS, layouts, program);
   info->set_num_ranks(plan.total_ranks);
   return program;
 }

@@ -1,5 +1,7 @@
 #include "sim/placement/modules.h"
 
+#include <set>
+
 #include "sim/model/accounting.h"
 #include "sim/model/layer_shape.h"
 
@@ -14,6 +16,20 @@ scenario::LoadedScenario llm_only(const scenario::LoadedScenario& scenario) {
   scenario::LoadedScenario out = scenario;
   out.spec.mutable_model()->clear_encoders();
   out.spec.clear_placement();
+  return out;
+}
+
+compiler::ModuleRecompute llm_recompute(const scenario::Scenario& spec) {
+  const auto& par = spec.parallel();
+  return {par.recompute(), par.recompute() == scenario::RECOMPUTE_FULL ? par.recompute_num_layers() : 0};
+}
+
+scenario::LoadedScenario with_llm_recompute(const scenario::LoadedScenario& scenario,
+                                            const compiler::ModuleRecompute& r) {
+  scenario::LoadedScenario out = scenario;
+  auto* par = out.spec.mutable_parallel();
+  par->set_recompute(r.mode);
+  par->set_recompute_num_layers(r.mode == scenario::RECOMPUTE_FULL ? r.num_layers : 0);
   return out;
 }
 
@@ -33,6 +49,8 @@ ir::ModuleInfo llm_module_info(const scenario::Scenario& spec) {
   m.set_parameters(model::model_parameters(shape, spec.model().llm().num_layers()));
   m.set_model_flops_per_iteration(
       model::model_flops_per_iteration(shape, spec.model().llm().num_layers(), spec.training().global_batch()));
+  m.set_recompute(par.recompute());
+  if (par.recompute() == scenario::RECOMPUTE_FULL) m.set_recompute_num_layers(par.recompute_num_layers());
   return m;
 }
 
@@ -51,11 +69,25 @@ ir::ModuleInfo encoder_module_info(const scenario::Scenario& spec, int e, const 
   m.set_parameters(model::encoder_parameters(spec, e));
   m.set_model_flops_per_iteration(model::encoder_model_flops_per_iteration(spec, e, spec.training().global_batch()));
   m.set_frozen(enc.frozen());
+  // A frozen encoder runs no backward: nothing to recompute.
+  m.set_recompute(enc.frozen() ? scenario::RECOMPUTE_NONE : layout.recompute());
+  if (m.recompute() == scenario::RECOMPUTE_FULL) m.set_recompute_num_layers(layout.recompute_num_layers());
   return m;
 }
 
+int64_t recomputed_layers(const ir::Program& program, int32_t module) {
+  std::set<int32_t> layers;
+  for (const ir::RankClass& cls : program.classes())
+    for (const ir::Stream& st : cls.streams())
+      for (const ir::Op& op : st.ops())
+        if (op.module() == module && op.phase() == ir::RECOMPUTE && op.has_compute() && op.layer() >= 0)
+          layers.insert(op.layer());
+  return static_cast<int64_t>(layers.size());
+}
+
 void add_multimodal_info(const scenario::Scenario& spec, scenario::PlacementKind placement,
-                         const std::vector<scenario::ModuleLayout>& encoder_layouts, ir::ProgramInfo& info) {
+                         const std::vector<scenario::ModuleLayout>& encoder_layouts, ir::Program& program) {
+  ir::ProgramInfo& info = *program.mutable_info();
   info.set_placement(placement);
   info.clear_modules();
   *info.add_modules() = llm_module_info(spec);
@@ -65,8 +97,9 @@ void add_multimodal_info(const scenario::Scenario& spec, scenario::PlacementKind
     const auto& layout = encoder_layouts.at(static_cast<size_t>(e));
     *info.add_modules() = encoder_module_info(spec, e, layout);
     model_flops += model::encoder_model_flops_per_iteration(spec, e, spec.training().global_batch());
-    hardware_flops +=
-        model::encoder_hardware_flops_per_iteration(spec, e, spec.training().global_batch(), layout.recompute());
+    const bool block = layout.recompute() == scenario::RECOMPUTE_FULL && layout.recompute_num_layers() > 0;
+    hardware_flops += model::encoder_hardware_flops_per_iteration(
+        spec, e, spec.training().global_batch(), layout.recompute(), block ? recomputed_layers(program, e + 1) : -1);
   }
   info.set_model_flops_per_iteration(model_flops);
   info.set_hardware_flops_per_iteration(hardware_flops);

@@ -2,12 +2,16 @@
 
 #include <algorithm>
 #include <limits>
+#include <optional>
 
 #include "sim/compiler/compile.h"
+#include "sim/compiler/memory_overheads.h"
 #include "sim/core/error.h"
 #include "sim/cost/memory.h"
+#include "sim/cost/memory_peak.h"
 #include "sim/placement/modules.h"
 #include "sim/placement/optimus_emit.h"
+#include "sim/placement/recompute_ladder.h"
 
 namespace lacuna::placement::optimus {
 namespace {
@@ -77,21 +81,54 @@ int64_t max_encoder_layers(const scenario::Scenario& spec) {
 
 }  // namespace
 
-int64_t plan_peak_memory_bytes(const ir::Program& llm, const LlmTimeline& timeline, const EncoderWork& work) {
-  int64_t peak = 0;
-  const Geometry& geo = work.geo;
-  for (int32_t s = 0; s < geo.pp_llm; ++s) {
-    const auto& mem = llm.classes(s).memory();
-    const int64_t llm_bytes = mem.weights_bytes() + mem.gradients_bytes() + mem.optimizer_bytes() +
-                              mem.other_bytes() + timeline.stages[static_cast<size_t>(s)].peak_activation_bytes;
-    const StageWork& sw = work.stages[static_cast<size_t>(geo.encoder_stage(s))];
-    const auto enc = cost::model_state_bytes(sw.trainable_parameters, geo.dp_enc(), work.distributed_optimizer);
-    const int64_t frozen =
-        cost::model_state_bytes(sw.frozen_parameters, geo.dp_enc(), work.distributed_optimizer).weights;
-    peak = std::max(peak, llm_bytes + enc.weights + enc.gradients + enc.optimizer + frozen);
-  }
-  return peak;
+namespace {
+
+// The LLM compiled at one recompute, with its timeline.
+struct LlmAt {
+  compiler::ModuleRecompute recompute;
+  ir::Program llm;
+  LlmTimeline timeline;
+};
+
+LlmAt llm_at(const scenario::LoadedScenario& scenario, const compiler::ModuleRecompute& r,
+             const cost::CostModel& cost) {
+  LlmAt at;
+  at.recompute = r;
+  // The bubble scheduler does not model the per-microbatch batch broadcast
+  // over TP yet (its encoder placements can then cross it into a cycle between
+  // TP ranks): Optimus programs leave it out (docs/placements.md, limits).
+  scenario::LoadedScenario llm = with_llm_recompute(llm_only(scenario), r);
+  llm.spec.mutable_execution()->set_batch_broadcast(scenario::BROADCAST_NONE);
+  at.llm = compiler::compile(llm);
+  compiler::apply_memory_overheads(at.llm);
+  at.timeline = llm_timeline(at.llm, cost);
+  return at;
 }
+
+// Every applicable plan at one LLM recompute: each at the cheapest encoder
+// recompute at which it fits; `fitting` empty when none does.
+struct PlansAt {
+  std::vector<EncoderFit> fitting;
+  std::optional<EncoderFit> least;  // the least memory of those that do not fit
+  int32_t pruned = 0;
+};
+
+PlansAt plans_at(const scenario::Scenario& spec, const std::vector<Geometry>& plans, bool sp,
+                 const compiler::ModuleRecompute& encoder_asked, const LlmAt& at, const cost::CostModel& cost) {
+  PlansAt out;
+  for (const Geometry& geo : plans) {
+    EncoderFit f = fit_encoder_recompute(spec, geo, sp, encoder_asked, at.llm, at.timeline, cost);
+    if (f.fits) {
+      out.fitting.push_back(std::move(f));
+      continue;
+    }
+    ++out.pruned;
+    if (!out.least || f.memory < out.least->memory) out.least = std::move(f);
+  }
+  return out;
+}
+
+}  // namespace
 
 PlannerResult plan_optimus(const scenario::LoadedScenario& scenario, const cost::CostModel& cost,
                            const PlannerOptions& options) {
@@ -106,14 +143,8 @@ PlannerResult plan_optimus(const scenario::LoadedScenario& scenario, const cost:
                 "set parallel.cp: 1 (raise dp instead), or use placement HETEROGENEOUS");
 
   PlannerResult out;
-  // The bubble scheduler does not model the per-microbatch batch broadcast
-  // over TP yet (its encoder placements can then cross it into a cycle between
-  // TP ranks): Optimus programs leave it out (docs/placements.md, limits).
-  scenario::LoadedScenario llm = llm_only(scenario);
-  llm.spec.mutable_execution()->set_batch_broadcast(scenario::BROADCAST_NONE);
-  out.llm = compiler::compile(llm);
-  out.timeline = llm_timeline(out.llm, cost);
-  const auto& info = out.llm.info();
+  LlmAt at = llm_at(scenario, llm_recompute(spec), cost);
+  const auto& info = at.llm.info();
   Geometry llm_geo;
   llm_geo.tp_llm = std::max(1, info.tp());
   llm_geo.pp_llm = std::max(1, info.pp());
@@ -123,11 +154,14 @@ PlannerResult plan_optimus(const scenario::LoadedScenario& scenario, const cost:
   out.fixed_plan = fixed_layout(scenario, layout);
   std::vector<Geometry> plans;
   bool sp = spec.parallel().sequence_parallel();
-  scenario::Recompute recompute = spec.parallel().recompute();
+  // The encoders recompute like the LLM (every layer) unless their fixed
+  // layout says otherwise.
+  compiler::ModuleRecompute encoder_asked{spec.parallel().recompute(), 0};
   if (out.fixed_plan) {
     plans.push_back(checked_fixed_geometry(scenario, layout, llm_geo));
     sp = layout.sequence_parallel();
-    recompute = layout.recompute();
+    encoder_asked = {layout.recompute(),
+                     layout.recompute() == scenario::RECOMPUTE_FULL ? layout.recompute_num_layers() : 0};
     const int64_t layers = max_encoder_layers(spec);
     if (plans[0].pp_enc > layers)
       throw Error(scenario.locations.locate("model.encoders[0].layout.pp"),
@@ -139,73 +173,96 @@ PlannerResult plan_optimus(const scenario::LoadedScenario& scenario, const cost:
       throw Error(scenario.locations.locate("model.encoders[0].layout.tp"), "encoder layout: " + problem,
                   "choose another encoder tp");
   } else {
-    plans = enumerate_geometries(llm_geo.tp_llm, llm_geo.pp_llm, llm_geo.dp_llm, max_encoder_layers(spec));
-  }
-  out.sequence_parallel = sp;
-  out.recompute = recompute;
-
-  const int64_t cap_splits =
-      options.max_splits_per_plan > 0 ? options.max_splits_per_plan : kDefaultMaxSplits;
-  const double capacity_gib = spec.cluster().gpu().has_hbm_capacity_gib() ? spec.cluster().gpu().hbm_capacity_gib() : 0;
-  const int64_t capacity = capacity_gib > 0 ? static_cast<int64_t>(capacity_gib * 1073741824.0)
-                                            : std::numeric_limits<int64_t>::max();
-  const int32_t n = out.timeline.microbatches;
-
-  struct Feasible {
-    Geometry geo;
-    int64_t memory;
-  };
-  std::vector<Feasible> fitting, over;
-  for (const Geometry& geo : plans) {
-    if (!out.fixed_plan && !plan_problem(spec, geo, sp).empty()) {
-      ++out.plans_not_applicable;
-      continue;
+    std::vector<Geometry> all =
+        enumerate_geometries(llm_geo.tp_llm, llm_geo.pp_llm, llm_geo.dp_llm, max_encoder_layers(spec));
+    for (const Geometry& geo : all) {
+      if (plan_problem(spec, geo, sp).empty()) {
+        plans.push_back(geo);
+      } else {
+        ++out.plans_not_applicable;
+      }
     }
-    const EncoderWork work = build_encoder_work(spec, geo, sp, recompute, out.llm, cost);
-    const int64_t memory = plan_peak_memory_bytes(out.llm, out.timeline, work);
-    (memory <= capacity ? fitting : over).push_back({geo, memory});
-  }
-  out.plans_pruned_by_memory = static_cast<int32_t>(over.size());
-  if (fitting.empty()) {
-    if (over.empty())
+    if (plans.empty())
       throw Error(scenario.locations.locate("model.encoders"),
                   "no encoder plan of Optimus applies: every encoder tp dividing the LLM's tp " +
                       str(llm_geo.tp_llm) + " leaves encoder sizes that do not split",
                   "choose encoder head / FFN sizes divisible by a divisor of the LLM's tp");
-    // Nothing fits: keep the plan needing the least memory (the memory
-    // report then shows the overflow) rather than refusing the comparison.
-    fitting.push_back(*std::min_element(over.begin(), over.end(), [](const Feasible& a, const Feasible& b) {
-      return a.memory < b.memory;
-    }));
   }
+  out.sequence_parallel = sp;
 
+  // The encoders' recompute rises first (per plan, up to full recompute of
+  // every layer): their passes sit in the LLM's bubbles, where recompute is
+  // partly free, while the LLM's own recompute lengthens its critical path.
+  // Only when no plan fits does the LLM's rise, rung by rung in order of its
+  // recompute time (docs/memory-model.md, "Choosing the recompute").
+  PlansAt found = plans_at(spec, plans, sp, encoder_asked, at, cost);
+  if (found.fitting.empty()) {
+    const int64_t chunk_layers = std::max<int64_t>(1, max_chunk_layers(at.llm, 0));
+    const auto ladder = recompute_ladder(chunk_layers);
+    std::vector<LlmAt> higher;
+    for (size_t k = static_cast<size_t>(ladder_position(at.recompute, chunk_layers)) + 1; k < ladder.size(); ++k)
+      higher.push_back(llm_at(scenario, ladder[k], cost));
+    std::stable_sort(higher.begin(), higher.end(), [&](const LlmAt& a, const LlmAt& b) {
+      return recompute_time_ns(a.llm, 0, cost) < recompute_time_ns(b.llm, 0, cost);
+    });
+    for (LlmAt& next : higher) {
+      PlansAt f = plans_at(spec, plans, sp, encoder_asked, next, cost);
+      const bool fits = !f.fitting.empty();
+      // Nothing fits anywhere: keep the least memory, the LLM's top rung.
+      if (fits || next.recompute == ladder.back()) {
+        at = std::move(next);
+        found = std::move(f);
+      }
+      if (fits) break;
+    }
+  }
+  out.plans_pruned_by_memory = found.pruned;
+  out.fits = !found.fitting.empty();
+  // Nothing fits: keep the plan needing the least memory (the memory report
+  // then shows the overflow) rather than refusing the comparison.
+  std::vector<EncoderFit> candidates = out.fits ? std::move(found.fitting) : std::vector<EncoderFit>{*found.least};
+  out.llm = std::move(at.llm);
+  out.timeline = std::move(at.timeline);
+  out.llm_recompute = at.recompute;
+
+  const int64_t cap_splits =
+      options.max_splits_per_plan > 0 ? options.max_splits_per_plan : kDefaultMaxSplits;
+  const int64_t capacity = cost::hbm_capacity_bytes(spec.cluster());
+  const int32_t n = out.timeline.microbatches;
   int64_t best = std::numeric_limits<int64_t>::max();
   std::vector<int32_t> best_split;
-  Geometry best_geo;
-  for (const Feasible& fe : fitting) {
-    const EncoderWork work = build_encoder_work(spec, fe.geo, sp, recompute, out.llm, cost);
-    const SchedulerInput input = make_scheduler_input(out.timeline, work, out.llm, cost);
+  size_t best_plan = 0;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    const EncoderFit& fe = candidates[i];
+    const SchedulerInput input = make_scheduler_input(out.timeline, fe.work, out.llm, cost);
     BubbleScheduler scheduler(input);
     ++out.plans_evaluated;
-    std::vector<int64_t> bubble_ns(static_cast<size_t>(fe.geo.pipelines()), 0);
-    for (int32_t e = 0; e < fe.geo.pipelines(); ++e)
-      for (int32_t j = 0; j < fe.geo.pp_enc; ++j)
-        bubble_ns[static_cast<size_t>(e)] += out.timeline.stages[static_cast<size_t>(fe.geo.llm_stage(e, j))].bubble_ns();
-    for (const auto& split : enumerate_splits(n, fe.geo.pipelines(), cap_splits, bubble_ns)) {
+    std::vector<int64_t> bubble_ns(static_cast<size_t>(fe.work.geo.pipelines()), 0);
+    for (int32_t e = 0; e < fe.work.geo.pipelines(); ++e)
+      for (int32_t j = 0; j < fe.work.geo.pp_enc; ++j)
+        bubble_ns[static_cast<size_t>(e)] +=
+            out.timeline.stages[static_cast<size_t>(fe.work.geo.llm_stage(e, j))].bubble_ns();
+    for (const auto& split : enumerate_splits(n, fe.work.geo.pipelines(), cap_splits, bubble_ns)) {
+      // A split that puts more microbatches on a pipeline than the plan's
+      // recompute was chosen for may not fit (the even split does).
+      const int64_t memory = plan_peak_memory_bytes(out.llm, out.timeline, fe.work, split);
+      if (out.fits && capacity > 0 && memory > capacity) continue;
       const int64_t estimate = scheduler.evaluate(split, options.coarse_only);
       ++out.splits_evaluated;
-      if (options.keep_candidates) out.candidates.push_back({fe.geo, split, estimate});
+      if (options.keep_candidates) out.candidates.push_back({fe.work.geo, split, estimate});
       if (estimate < best) {
         best = estimate;
         best_split = split;
-        best_geo = fe.geo;
-        out.peak_memory_bytes = fe.memory;
+        best_plan = i;
+        out.peak_memory_bytes = memory;
       }
     }
   }
 
-  out.geo = best_geo;
-  out.work = build_encoder_work(spec, best_geo, sp, recompute, out.llm, cost);
+  EncoderFit& chosen = candidates[best_plan];
+  out.geo = chosen.work.geo;
+  out.encoder_recompute = chosen.recompute;
+  out.work = std::move(chosen.work);
   const SchedulerInput input = make_scheduler_input(out.timeline, out.work, out.llm, cost);
   BubbleScheduler scheduler(input);
   out.schedule = scheduler.schedule(best_split, options.coarse_only);
@@ -226,11 +283,16 @@ ir::Program emit_optimus(const scenario::LoadedScenario& scenario, const Planner
     l.set_virtual_stages(1);
     l.set_first_rank(0);
     l.set_sequence_parallel(r.work.sequence_parallel);
-    l.set_recompute(r.recompute);
+    l.set_recompute(r.encoder_recompute.mode);
+    // The shared block size reads "every layer" for a branch with no more
+    // layers on a stage.
+    const int64_t most = stage_layers(spec.model().encoders(e).transformer().num_layers(), r.geo.pp_enc, 0).count;
+    l.set_recompute_num_layers(r.encoder_recompute.num_layers >= most ? 0 : r.encoder_recompute.num_layers);
     layouts.push_back(l);
   }
   auto* info = program.mutable_info();
-  add_multimodal_info(spec, scenario::OPTIMUS, layouts, *info);
+  // The LLM's module entry with the recompute it runs (r.llm was compiled so).
+  add_multimodal_info(with_llm_recompute(scenario, r.llm_recompute).spec, scenario::OPTIMUS, layouts, program);
   auto* o = info->mutable_optimus();
   o->set_encoder_tp(r.geo.tp_enc);
   o->set_encoder_pp(r.geo.pp_enc);

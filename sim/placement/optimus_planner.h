@@ -7,7 +7,9 @@
 #include <cstdint>
 #include <vector>
 
+#include "sim/compiler/module_recompute.h"
 #include "sim/cost/cost_model.h"
+#include "sim/placement/optimus_memory.h"
 #include "sim/placement/optimus_plan.h"
 #include "sim/placement/optimus_scheduler.h"
 #include "sim/placement/optimus_timeline.h"
@@ -16,15 +18,6 @@
 #include "sim/scenario/scenario.h"
 
 namespace lacuna::placement::optimus {
-
-// Per-GPU memory of one encoder plan: for every GPU class (LLM stage s, TP
-// slice) its LLM model state (the LLM class's MemoryBaseline) + the LLM's
-// peak activations on stage s (from the timeline) + the model state of its
-// encoder stage shard (model_state_bytes over DP_enc; frozen weights bf16
-// only). Encoder activations are left out, as in the paper. This is the
-// paper's MEM_model made per GPU: averaged over the GPUs, its weight and
-// gradient parts are paper_model_memory_bytes with k = 6.
-int64_t plan_peak_memory_bytes(const ir::Program& llm, const LlmTimeline& timeline, const EncoderWork& work);
 
 struct PlannerOptions {
   bool coarse_only = false;
@@ -39,20 +32,23 @@ struct Candidate {
 };
 
 struct PlannerResult {
-  ir::Program llm;       // the LLM-only program the timeline came from
+  ir::Program llm;       // the LLM-only program the timeline came from (memory overheads applied)
   LlmTimeline timeline;
   Geometry geo;          // the chosen encoder plan
   bool sequence_parallel = false;
-  scenario::Recompute recompute = scenario::RECOMPUTE_NONE;
+  // The recompute the LLM and the encoders run with: as asked, or raised to
+  // fit HBM (docs/placements.md, "4. Memory").
+  compiler::ModuleRecompute llm_recompute, encoder_recompute;
   EncoderWork work;
   Schedule schedule;     // the chosen split, with fine moves unless coarse_only
   Schedule coarse;       // the same plan and split, coarse step only
   bool fixed_plan = false;
   int32_t plans_evaluated = 0;         // scheduled
-  int32_t plans_pruned_by_memory = 0;  // over capacity (all of them: the least-memory one is kept)
+  int32_t plans_pruned_by_memory = 0;  // over capacity at every encoder recompute (all: the least-memory one is kept)
   int32_t plans_not_applicable = 0;    // sizes not divisible by the encoder TP
   int64_t splits_evaluated = 0;
-  int64_t peak_memory_bytes = 0;       // of the chosen plan (plan_peak_memory_bytes)
+  int64_t peak_memory_bytes = 0;       // of the chosen plan and split (plan_peak_memory_bytes)
+  bool fits = true;                    // false: nothing fits, the least-memory plan was kept
   std::vector<Candidate> candidates;   // with keep_candidates
 };
 

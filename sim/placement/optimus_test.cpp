@@ -15,12 +15,15 @@
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
+#include "sim/compiler/memory_overheads.h"
+#include "sim/cost/memory_peak.h"
 #include "sim/engine/simulator.h"
 #include "sim/model/mllm.h"
 #include "sim/placement/class_edit.h"
 #include "sim/placement/optimus.h"
 #include "sim/placement/optimus_planner.h"
 #include "sim/placement/optimus_test_support.h"
+#include "sim/placement/recompute_ladder.h"
 
 namespace lacuna::placement::optimus {
 namespace {
@@ -482,39 +485,152 @@ TEST(Optimus, EmittedModelStateMatchesThePaperMemoryModel) {
   EXPECT_DOUBLE_EQ(replicated / n_gpu, paper_model_memory_bytes(6, plan.geo.dp_enc(), phi_enc, 0, 0, n_gpu));
   EXPECT_NEAR(optimizer / n_gpu, 12 * phi_enc / n_gpu, 1.0);
   // And the planner's per-GPU peak is the most loaded class.
-  EXPECT_EQ(plan.peak_memory_bytes, plan_peak_memory_bytes(plan.llm, plan.timeline, plan.work));
+  EXPECT_EQ(plan.peak_memory_bytes, plan_peak_memory_bytes(plan.llm, plan.timeline, plan.work, plan.schedule.split));
 }
 
-TEST(Optimus, PlannerPrunesByMemoryAndFallsBackToTheSmallestPlan) {
+SmallMllm big_encoder() {
   SmallMllm m = base8();
   m.encoders[0].hidden = 1024;  // a big encoder: replicating it costs memory
   m.encoders[0].ffn = 4096;
   m.encoders[0].heads = 8;
-  auto s = make_mllm(m);
+  return m;
+}
+
+void set_capacity(scenario::LoadedScenario& s, int64_t bytes) {
+  s.spec.mutable_cluster()->mutable_gpu()->set_hbm_capacity_gib(static_cast<double>(bytes) / 1073741824.0);
+}
+
+// Per plan, the encoder's recompute is the first rung of its ladder, in order
+// of its recompute time, at which the even split fits: brute force over the
+// rungs, each costed on its own work.
+TEST(Optimus, EncoderRecomputeIsTheCheapestRungThatFits) {
+  auto s = make_mllm(big_encoder());
+  const auto cost = cost_of(s);
+  const PlannerResult all = plan_optimus(s, *cost, {});
+  int32_t checked = 0, raised = 0;
+  for (const Geometry& g : enumerate_geometries(2, 2, 2, 4)) {
+    struct Rung {
+      compiler::ModuleRecompute r;
+      int64_t cost = 0, memory = 0;
+    };
+    std::vector<Rung> rungs;
+    const int64_t layers = (4 + g.pp_enc - 1) / g.pp_enc;
+    for (const auto& r : recompute_ladder(layers)) {
+      const EncoderWork w = build_encoder_work(s.spec, g, false, r.mode, all.llm, *cost, r.num_layers);
+      Rung x{r, 0, plan_peak_memory_bytes(all.llm, all.timeline, w, even_split(8, g.pipelines()))};
+      for (const StageWork& st : w.stages) x.cost += st.recompute_ns;
+      rungs.push_back(x);
+    }
+    ASSERT_LT(rungs.back().memory, rungs.front().memory);
+    std::stable_sort(rungs.begin() + 1, rungs.end(), [](const Rung& a, const Rung& b) { return a.cost < b.cost; });
+    std::set<int64_t> capacities;
+    for (const Rung& r : rungs) capacities.insert(r.memory);
+    for (int64_t capacity : capacities) {
+      set_capacity(s, capacity);
+      const auto want = std::find_if(rungs.begin(), rungs.end(), [&](const Rung& r) { return r.memory <= capacity; });
+      const EncoderFit got = fit_encoder_recompute(s.spec, g, false, {scenario::RECOMPUTE_NONE, 0}, all.llm,
+                                                   all.timeline, *cost);
+      EXPECT_TRUE(got.fits);
+      EXPECT_EQ(got.recompute, want->r) << "tp " << g.tp_enc << " pp " << g.pp_enc << " capacity " << capacity;
+      EXPECT_EQ(got.memory, want->memory);
+      ++checked;
+      raised += want != rungs.begin() ? 1 : 0;
+    }
+  }
+  EXPECT_GE(raised, 6);
+  EXPECT_GT(checked, raised);
+}
+
+TEST(Optimus, PlannerPrunesWhatFitsAtNoRecomputeAndFallsBackToTheSmallestPlan) {
+  auto s = make_mllm(big_encoder());
   const auto cost = cost_of(s);
   const PlannerResult all = plan_optimus(s, *cost, {.keep_candidates = true});
   ASSERT_EQ(all.plans_pruned_by_memory, 0);
+  EXPECT_TRUE(all.fits);
+  // Each plan's least memory: its encoder at full recompute of every layer.
   std::vector<int64_t> memory;
   for (const Geometry& g : enumerate_geometries(2, 2, 2, 4)) {
-    const EncoderWork w = build_encoder_work(s.spec, g, false, scenario::RECOMPUTE_NONE, all.llm, *cost);
-    memory.push_back(plan_peak_memory_bytes(all.llm, all.timeline, w));
+    const EncoderWork w = build_encoder_work(s.spec, g, false, scenario::RECOMPUTE_FULL, all.llm, *cost);
+    memory.push_back(plan_peak_memory_bytes(all.llm, all.timeline, w, even_split(8, g.pipelines())));
   }
   const auto [lo, hi] = std::minmax_element(memory.begin(), memory.end());
   ASSERT_LT(*lo, *hi);
-  // Capacity between the smallest and the largest plan.
-  const double cap = static_cast<double>(*lo + *hi) / 2 / 1073741824.0;
-  s.spec.mutable_cluster()->mutable_gpu()->set_hbm_capacity_gib(cap);
+  // Capacity between the smallest and the largest plan: some are pruned, the
+  // others raise their recompute as far as they need and fit.
+  set_capacity(s, (*lo + *hi) / 2);
   const PlannerResult pruned = plan_optimus(s, *cost, {});
   EXPECT_GT(pruned.plans_pruned_by_memory, 0);
   EXPECT_EQ(pruned.plans_pruned_by_memory + pruned.plans_evaluated, static_cast<int32_t>(memory.size()));
-  EXPECT_LE(static_cast<double>(pruned.peak_memory_bytes), cap * 1073741824.0);
-  // Nothing fits: the least-memory plan is kept (its memory report shows the
+  EXPECT_LE(pruned.peak_memory_bytes, (*lo + *hi) / 2);
+  EXPECT_TRUE(pruned.fits);
+  EXPECT_EQ(pruned.llm_recompute, (compiler::ModuleRecompute{scenario::RECOMPUTE_NONE, 0}));
+  // Nothing fits, not even with the LLM at full recompute: the least-memory
+  // plan at the LLM's top rung is kept (its memory report shows the
   // overflow) instead of refusing.
-  s.spec.mutable_cluster()->mutable_gpu()->set_hbm_capacity_gib(static_cast<double>(*lo) / 2 / 1073741824.0);
+  set_capacity(s, *lo / 4);
   const PlannerResult none = plan_optimus(s, *cost, {});
+  EXPECT_FALSE(none.fits);
   EXPECT_EQ(none.plans_pruned_by_memory, static_cast<int32_t>(memory.size()));
   EXPECT_EQ(none.plans_evaluated, 1);
-  EXPECT_EQ(none.peak_memory_bytes, *lo);
+  EXPECT_EQ(none.llm_recompute, (compiler::ModuleRecompute{scenario::RECOMPUTE_FULL, 0}));
+  EXPECT_EQ(none.encoder_recompute, (compiler::ModuleRecompute{scenario::RECOMPUTE_FULL, 0}));
+  EXPECT_LT(none.peak_memory_bytes, *lo);  // the LLM's full recompute lowers it further
+}
+
+// When no encoder recompute fits a plan, the LLM's rises.
+TEST(Optimus, PlannerRaisesTheLlmRecomputeWhenNoEncoderRecomputeFits) {
+  auto s = make_mllm(big_encoder());
+  const auto cost = cost_of(s);
+  const PlannerResult all = plan_optimus(s, *cost, {});
+  // The least any plan needs with the LLM as asked, and with the LLM at full
+  // recompute.
+  auto least = [&](const ir::Program& llm, const LlmTimeline& t) {
+    int64_t m = std::numeric_limits<int64_t>::max();
+    for (const Geometry& g : enumerate_geometries(2, 2, 2, 4)) {
+      const EncoderWork w = build_encoder_work(s.spec, g, false, scenario::RECOMPUTE_FULL, llm, *cost);
+      m = std::min(m, plan_peak_memory_bytes(llm, t, w, even_split(8, g.pipelines())));
+    }
+    return m;
+  };
+  scenario::LoadedScenario full = s;
+  full.spec.mutable_parallel()->set_recompute(scenario::RECOMPUTE_FULL);
+  const PlannerResult with_full = plan_optimus(full, *cost, {});
+  const int64_t asked = least(all.llm, all.timeline), raised = least(with_full.llm, with_full.timeline);
+  ASSERT_LT(raised, asked);
+  set_capacity(s, (asked + raised) / 2);
+  const PlannerResult plan = plan_optimus(s, *cost, {});
+  EXPECT_TRUE(plan.fits);
+  EXPECT_NE(plan.llm_recompute, (compiler::ModuleRecompute{scenario::RECOMPUTE_NONE, 0}));
+  EXPECT_LE(plan.peak_memory_bytes, (asked + raised) / 2);
+  EXPECT_EQ(plan.llm.info().recompute(), plan.llm_recompute.mode);
+  const ir::Program p = emit_optimus(s, plan);
+  EXPECT_EQ(p.info().modules(0).recompute(), plan.llm_recompute.mode);
+  EXPECT_EQ(p.info().modules(1).recompute(), plan.encoder_recompute.mode);
+  EXPECT_EQ(p.info().modules(1).recompute_num_layers(), plan.encoder_recompute.num_layers);
+}
+
+// The planner's estimate bounds the emitted program's static peak (its
+// memory overheads applied as compile does), whatever the schedule.
+TEST(Optimus, EstimateBoundsTheEmittedPeak) {
+  for (bool coarse : {false, true}) {
+    for (auto r : {scenario::RECOMPUTE_NONE, scenario::RECOMPUTE_SELECTIVE, scenario::RECOMPUTE_FULL}) {
+      SmallMllm m = big_encoder();
+      m.llm.recompute = r;
+      m.coarse_only = coarse;
+      auto s = make_mllm(m);
+      auto* mo = s.spec.mutable_cluster()->mutable_memory_overheads();
+      mo->set_cuda_context_gib(0.5);
+      mo->set_nccl_communicator_mib(656);
+      mo->set_allocator_fragmentation(0.15);
+      const auto cost = cost_of(s);
+      const PlannerResult plan = plan_optimus(s, *cost, {.coarse_only = coarse});
+      ir::Program p = emit_optimus(s, plan);
+      compiler::apply_memory_overheads(p);
+      const cost::Feasibility f = cost::program_feasibility(p);
+      EXPECT_LE(f.worst.peak, plan.peak_memory_bytes) << "coarse " << coarse << " recompute " << r;
+      EXPECT_GT(f.worst.peak, plan.peak_memory_bytes * 9 / 10) << "coarse " << coarse << " recompute " << r;
+    }
+  }
 }
 
 // Compositions of n into m parts ≥ 1, independently of optimus_plan.cpp.

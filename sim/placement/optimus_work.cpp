@@ -130,6 +130,13 @@ class PassBuilder {
   std::vector<Pending> pending_;
 };
 
+// Block recompute: the first recompute_num_layers layers of the module on
+// this stage recompute (Megatron's first N of each chunk), the others keep
+// their activations.
+bool recomputes(const compiler::ModuleWork& m, const StageLayers& range, int64_t layer) {
+  return m.recompute_num_layers <= 0 || layer - range.first < m.recompute_num_layers;
+}
+
 }  // namespace
 
 int32_t StageWork::gathers() const {
@@ -218,13 +225,15 @@ std::string plan_problem(const scenario::Scenario& spec, const Geometry& geo, bo
 }
 
 EncoderWork build_encoder_work(const scenario::Scenario& spec, const Geometry& geo, bool sequence_parallel,
-                               scenario::Recompute recompute, const ir::Program& llm, const cost::CostModel& cost) {
+                               scenario::Recompute recompute, const ir::Program& llm, const cost::CostModel& cost,
+                               int64_t recompute_num_layers) {
   EncoderWork w;
   w.geo = geo;
   w.micro_batch = spec.training().micro_batch();
   w.microbatches = llm.info().num_microbatches();
   w.sequence_parallel = sequence_parallel && geo.tp_enc > 1;
   w.recompute = recompute;
+  w.recompute_num_layers = recompute == scenario::RECOMPUTE_FULL ? recompute_num_layers : 0;
   w.distributed_optimizer = llm.info().distributed_optimizer();
   const int32_t pp = geo.pp_enc;
 
@@ -244,7 +253,7 @@ EncoderWork build_encoder_work(const scenario::Scenario& spec, const Geometry& g
   const int32_t n_enc = spec.model().encoders_size();
   std::vector<compiler::ModuleWork> branches;
   for (int32_t b = 0; b < n_enc; ++b) {
-    branches.push_back(compiler::encoder_work(spec, b, w.micro_batch, shard, recompute));
+    branches.push_back(compiler::encoder_work(spec, b, w.micro_batch, shard, recompute, w.recompute_num_layers));
     if (!branches.back().frozen) w.any_trainable_encoder = true;
     w.p2p_forward_bytes += branches.back().layer_p2p_bytes;
     if (!branches.back().frozen) w.p2p_backward_bytes += branches.back().layer_p2p_bytes;
@@ -285,7 +294,8 @@ EncoderWork build_encoder_work(const scenario::Scenario& spec, const Geometry& g
       }
       for (int64_t l = range.first; l < range.first + range.count; ++l) {
         units[{b, 1, l}] = {m.frozen ? 0 : m.layer_parameters, fwd.size(), -1};
-        fwd.add_memory(fwd.append(m.layer_forward, module, l).last_kernel, m.layer_activation_bytes);
+        fwd.add_memory(fwd.append(m.layer_forward, module, l).last_kernel,
+                       recomputes(m, range, l) ? m.layer_activation_bytes : m.layer_activation_bytes_plain);
       }
       if (last) {
         units[{b, 2, 0}] = {m.post_parameters - m.post_frozen_parameters, fwd.size(), -1};
@@ -312,15 +322,26 @@ EncoderWork build_encoder_work(const scenario::Scenario& spec, const Geometry& g
       }
       if (m.frozen) continue;
       for (int64_t l = range.first + range.count - 1; l >= range.first; --l) {
+        if (!recomputes(m, range, l)) {
+          const auto out = bwd.append(m.layer_backward_plain, module, l);
+          bwd.add_memory(out.last_kernel, -m.layer_activation_bytes_plain);
+          units[{b, 1, l}].backward_op = out.last_kernel;
+          continue;
+        }
         const auto out = bwd.append(m.layer_backward, module, l);
         bwd.add_memory(out.last_recompute, m.recompute_activation_bytes);
         bwd.add_memory(out.last_kernel, -(m.layer_activation_bytes + m.recompute_activation_bytes));
+        st.recompute_transient_bytes = std::max(st.recompute_transient_bytes, m.recompute_activation_bytes);
         units[{b, 1, l}].backward_op = out.last_kernel;
       }
       if (first) units[{b, 0, 0}].backward_op = bwd.append(m.pre_backward, module, -1).last_kernel;
     }
     st.forward = fwd.finish();
     st.backward = bwd.finish();
+    for (const PassOp& op : st.forward.ops)
+      if (op.kind == PassOp::kKernel) st.activation_bytes += op.op.compute().memory_delta_bytes();
+    for (const PassOp& op : st.backward.ops)
+      if (op.kind == PassOp::kKernel && op.op.phase() == ir::RECOMPUTE) st.recompute_ns += op.duration_ns;
     if (!st.trains()) continue;
 
     if (dp > 1) {

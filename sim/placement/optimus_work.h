@@ -74,6 +74,14 @@ struct StageWork {
   std::vector<int32_t> first_forward_gate_value;
   ir::Compute optimizer;      // unset op_class when nothing trains
   int64_t optimizer_ns = 0;
+  // Memory and recompute of one microbatch on one GPU of this stage
+  // (docs/placements.md, "Memory"): what the forward pass keeps until the
+  // backward (its memory deltas' sum), the most the backward re-materialises
+  // at once (full recompute: one layer's activations), and the time of the
+  // backward's RECOMPUTE kernels.
+  int64_t activation_bytes = 0;
+  int64_t recompute_transient_bytes = 0;
+  int64_t recompute_ns = 0;
   bool trains() const { return trainable_parameters > 0; }
   bool data_parallel() const { return !buckets.empty(); }
   int32_t gathers() const;    // all-gathers issued (0 without the distributed optimizer)
@@ -85,6 +93,7 @@ struct EncoderWork {
   int64_t micro_batch = 1;    // samples per microbatch
   bool sequence_parallel = false;
   scenario::Recompute recompute = scenario::RECOMPUTE_NONE;
+  int64_t recompute_num_layers = 0;  // full recompute: the first N layers of each stage; 0 all
   bool distributed_optimizer = false;
   bool overlap_param_gather = false, overlap_grad_reduce = false;
   std::vector<StageWork> stages;  // by encoder stage j
@@ -108,7 +117,8 @@ std::string plan_problem(const scenario::Scenario& spec, const Geometry& geo, bo
 // The work of every encoder stage of `geo`. `llm` (the LLM-only program)
 // gives the rank → node map for the group shapes.
 EncoderWork build_encoder_work(const scenario::Scenario& spec, const Geometry& geo, bool sequence_parallel,
-                               scenario::Recompute recompute, const ir::Program& llm, const cost::CostModel& cost);
+                               scenario::Recompute recompute, const ir::Program& llm, const cost::CostModel& cost,
+                               int64_t recompute_num_layers = 0);
 
 // Global rank of LLM coordinates (cp = 0), read from the LLM program's
 // bindings (whatever its rank order).

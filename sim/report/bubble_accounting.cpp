@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "sim/cost/memory_peak.h"
 #include "sim/report/comm_kind.h"
 
 namespace lacuna::report {
@@ -55,10 +56,8 @@ void BubbleAccounting::on_run_begin(const engine::RunInfo& info) {
   accounts_.reserve(info.simulated_ranks.size());
   live_.reserve(info.simulated_ranks.size());
 
-  const scenario::GpuSpec& gpu = p.cluster().gpu();
-  capacity_ = Bytes(gpu.has_hbm_capacity_gib()
-                        ? static_cast<int64_t>(std::llround(gpu.hbm_capacity_gib() * 1073741824.0))
-                        : 0);
+  capacity_ = Bytes(cost::hbm_capacity_bytes(p.cluster()));
+  fragmentation_ = cost::allocator_fragmentation(p.cluster());
 
   for (size_t i = 0; i < info.simulated_ranks.size(); ++i) {
     const int32_t rank = info.simulated_ranks[i];
@@ -72,13 +71,11 @@ void BubbleAccounting::on_run_begin(const engine::RunInfo& info) {
         break;
       }
     }
-    const ir::MemoryBaseline& m = cls.memory();
-    live.memory = m.weights_bytes() + m.gradients_bytes() + m.optimizer_bytes() + m.other_bytes();
 
     RankAccount acc;
     acc.rank = rank;
     acc.represents = i < info.represents.size() ? info.represents[i] : std::vector<int32_t>{rank};
-    acc.baseline_memory = Bytes(live.memory);
+    acc.baseline_memory = Bytes(cost::baseline_bytes(cls.memory()));
     acc.peak_memory = acc.baseline_memory;
     accounts_.push_back(std::move(acc));
     live_.push_back(live);
@@ -108,8 +105,12 @@ void BubbleAccounting::on_op_end(const engine::OpSpan& span) {
   const ir::Op& op = *span.ir;
 
   if (op.has_compute() && op.compute().memory_delta_bytes() != 0) {
-    live.memory += op.compute().memory_delta_bytes();
-    if (live.memory > acc.peak_memory.count()) acc.peak_memory = Bytes(live.memory);
+    live.activations += op.compute().memory_delta_bytes();
+    if (live.activations > acc.activation_peak.count()) {
+      acc.activation_peak = Bytes(live.activations);
+      acc.peak_memory =
+          Bytes(cost::memory_peak_bytes(acc.baseline_memory.count(), live.activations, fragmentation_));
+    }
   }
   if (op.has_compute() && op.module() > 0 &&
       program_->classes(live.class_id).streams(span.stream).kind() == ir::COMPUTE) {

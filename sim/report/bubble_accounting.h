@@ -82,8 +82,11 @@ struct RankAccount {
   std::array<TimeNs, kNumPhases> busy_by_phase{};  // indexed by ir::Phase
   std::array<TimeNs, kNumBubbles> bubbles{};       // indexed by Bubble
   TimeNs encoder_compute;  // Compute ops with module > 0, on every COMPUTE stream
-  Bytes baseline_memory;  // MemoryBaseline sum
-  Bytes peak_memory;      // baseline + highest running sum of memory deltas
+  Bytes baseline_memory;    // MemoryBaseline sum (other_bytes included)
+  Bytes activation_peak;    // highest running sum of memory deltas (all streams)
+  // baseline + activation_peak + the allocator's reserve on it
+  // (cost::memory_peak_bytes, docs/memory-model.md#feasibility)
+  Bytes peak_memory;
   bool over_capacity = false;
 
   TimeNs bubble(Bubble b) const { return bubbles[static_cast<int>(b)]; }
@@ -111,7 +114,7 @@ class BubbleAccounting : public engine::Observer {
     TimeNs cursor;             // end of the last op seen on the main stream
     TimeNs pending_stall;      // stalls since the last backward op (cool-down if none follows)
     bool seen_forward = false;
-    int64_t memory = 0;
+    int64_t activations = 0;  // live activation bytes
   };
   void stall(Live& live, RankAccount& acc, TimeNs duration);
   void idle_span(Live& live, RankAccount& acc, TimeNs from, TimeNs to);
@@ -121,6 +124,7 @@ class BubbleAccounting : public engine::Observer {
   std::vector<RankAccount> accounts_;
   std::vector<Live> live_;
   Bytes capacity_;
+  double fragmentation_ = 0;  // cluster.memory_overheads.allocator_fragmentation
   TimeNs end_;
 };
 

@@ -47,20 +47,33 @@ namespace {
 
 const Summary* baseline_of(const Comparison& c) {
   for (const PlacementOutcome& p : c.placements) {
-    if (p.kind == scenario::MEGATRON_BASELINE && p.summary) return &*p.summary;
+    if (p.kind == scenario::MEGATRON_BASELINE && p.summary && p.fits()) return &*p.summary;
   }
   return nullptr;
 }
 
 }  // namespace
 
+std::vector<size_t> feasible_ranking(const Comparison& c) {
+  std::vector<size_t> out;
+  for (size_t i = 0; i < c.placements.size(); ++i)
+    if (c.placements[i].summary && c.placements[i].fits()) out.push_back(i);
+  std::stable_sort(out.begin(), out.end(), [&](size_t a, size_t b) {
+    return c.placements[a].summary->iteration_time < c.placements[b].summary->iteration_time;
+  });
+  return out;
+}
+
 PlacementMetrics placement_metrics(const Comparison& c, size_t index) {
   PlacementMetrics m;
   const PlacementOutcome& p = c.placements.at(index);
   if (!p.summary) return m;
   const Summary& s = *p.summary;
+  const std::vector<size_t> ranking = feasible_ranking(c);
+  if (const auto at = std::find(ranking.begin(), ranking.end(), index); at != ranking.end())
+    m.rank = static_cast<int32_t>(at - ranking.begin()) + 1;
   const Summary* base = baseline_of(c);
-  if (base != nullptr && s.iteration_time > TimeNs::zero()) {
+  if (base != nullptr && p.fits() && s.iteration_time > TimeNs::zero()) {
     m.speedup = static_cast<double>(base->iteration_time.count()) / static_cast<double>(s.iteration_time.count());
   }
   std::optional<TimeNs> llm;
@@ -135,6 +148,9 @@ std::string format_comparison(const Comparison& c, const CompareRunStats& run) {
 
   line("GPUs", [](const Summary& s, const PlacementMetrics&) { return fmt::format("{}", s.num_gpus); });
   line("iteration time", [](const Summary& s, const PlacementMetrics&) { return format_duration(s.iteration_time); });
+  line("rank (of those that fit HBM)", [](const Summary&, const PlacementMetrics& m) {
+    return m.rank ? fmt::format("{}", *m.rank) : std::string("over HBM");
+  });
   line("speedup vs Megatron baseline", [](const Summary&, const PlacementMetrics& m) {
     return m.speedup ? fmt::format("{:.3f} ×", *m.speedup) : std::string(kNone);
   });
@@ -185,16 +201,21 @@ std::string format_comparison(const Comparison& c, const CompareRunStats& run) {
 
   bool any_over = false, any_failed = false;
   for (const PlacementOutcome& p : c.placements) {
-    any_over |= p.summary && p.summary->over_capacity_ranks > 0;
+    any_over |= p.summary && !p.fits();
     any_failed |= !p.summary;
   }
   out += "\n";
   if (any_over) {
+    // Not ranked: a rank over HBM stops with an out-of-memory error.
+    out += "  (!) does not fit HBM, not ranked\n";
     for (const PlacementOutcome& p : c.placements) {
-      if (p.summary && p.summary->over_capacity_ranks > 0) {
-        out += fmt::format("  (!) {}: {} of {} GPUs over the HBM capacity ({})\n", placement_name(p.kind),
-                           p.summary->over_capacity_ranks, p.summary->num_gpus, format_gb(p.summary->memory_capacity));
-      }
+      if (!p.summary || p.fits()) continue;
+      const std::string why =
+          !p.over_memory.empty()
+              ? p.over_memory
+              : fmt::format("{} of {} GPUs over the HBM capacity ({})", p.summary->over_capacity_ranks,
+                            p.summary->num_gpus, format_gb(p.summary->memory_capacity));
+      out += fmt::format("    {:<20} {}\n", placement_name(p.kind), wrap(why, 90, 25));
     }
     out += "\n";
   }
@@ -247,6 +268,9 @@ std::string comparison_json(const Comparison& c) {
   top["llm_only"] = std::move(llm);
   const Summary* base = baseline_of(c);
   top["baseline"] = base != nullptr ? Json(placement_key(scenario::MEGATRON_BASELINE)) : Json(nullptr);
+  Json ranking = Json::array();
+  for (size_t i : feasible_ranking(c)) ranking.push_back(placement_key(c.placements[i].kind));
+  top["ranking"] = std::move(ranking);
 
   std::string list = "[";
   for (size_t i = 0; i < c.placements.size(); ++i) {
@@ -262,6 +286,9 @@ std::string comparison_json(const Comparison& c) {
       const PlacementMetrics m = placement_metrics(c, i);
       auto opt = [](const std::optional<double>& v) { return v ? Json(*v) : Json(nullptr); };
       j["status"] = "ok";
+      j["fits"] = p.fits();
+      j["rank"] = m.rank ? Json(*m.rank) : Json(nullptr);
+      if (!p.fits()) j["infeasible_reason"] = p.over_memory;
       j["num_gpus"] = s.num_gpus;
       j["iteration_time_s"] = secs(s.iteration_time);
       j["iteration_time_ns"] = s.iteration_time.count();

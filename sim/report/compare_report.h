@@ -21,6 +21,11 @@ struct PlacementOutcome {
   std::optional<Summary> summary;
   std::string error;   // the full message (JSON)
   std::string reason;  // shorter, for the table (no file location); empty: `error`
+  // Why the placement's program exceeds the HBM capacity even at the
+  // recompute its planner chose (placement::infeasibility_reason); empty:
+  // it fits (docs/memory-model.md#feasibility).
+  std::string over_memory;
+  bool fits() const { return over_memory.empty() && (!summary || summary->over_capacity_ranks == 0); }
 };
 
 struct Comparison {
@@ -52,9 +57,16 @@ MeanBubbles mean_bubbles(const Summary& summary);
 std::optional<double> encoder_hidden_fraction(TimeNs placement, std::optional<TimeNs> llm_only,
                                               TimeNs encoder_compute_max);
 
+// The placements that simulated and fit HBM, fastest first (ties: table
+// order), as indices into comparison.placements. Only these are ranked.
+std::vector<size_t> feasible_ranking(const Comparison& comparison);
+
 // Derived per placement (unset fields: not simulated / not defined).
 struct PlacementMetrics {
-  std::optional<double> speedup;  // T_baseline / T_placement (MEGATRON_BASELINE simulated)
+  std::optional<int32_t> rank;    // 1 = fastest of those that fit; unset: failed or over HBM
+  // T_baseline / T_placement, when both the Megatron baseline and this
+  // placement simulated and fit HBM (a run that cannot happen is no reference).
+  std::optional<double> speedup;
   std::optional<double> encoder_hidden;
   MeanBubbles bubbles;
 };

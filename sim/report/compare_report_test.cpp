@@ -156,8 +156,45 @@ TEST(CompareJson, KeysUnitsFailuresAndNoWallClock) {
   EXPECT_DOUBLE_EQ(j["placements"][2]["optimus"]["fine_efficiency"].get<double>(), 0.9);
   EXPECT_FALSE(j["placements"][0].contains("optimus"));
   EXPECT_EQ(j["placements"][3]["num_gpus"], 10);
-  // One line per top-level key and per placement.
-  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 8 + 1 + 4 + 2);
+  // One line per top-level key (ranking included) and per placement.
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 9 + 1 + 4 + 2);
+  EXPECT_EQ(j["ranking"], nlohmann::json({"HETEROGENEOUS", "OPTIMUS", "MEGATRON_BASELINE"}));
+  EXPECT_EQ(base["rank"], 3);
+  EXPECT_TRUE(base["fits"].get<bool>());
+  EXPECT_FALSE(base.contains("infeasible_reason"));
+}
+
+// A placement over HBM is shown but not ranked; the others rank without it,
+// and nothing is a speedup over an infeasible baseline.
+TEST(CompareRanking, OnlyPlacementsThatFitAreRanked) {
+  Comparison c = comparison();
+  c.placements[3].over_memory = "8 of 10 ranks exceed HBM: rank 0 peaks at 90.00 GB > 85.90 GB (…)";
+  EXPECT_EQ(feasible_ranking(c), (std::vector<size_t>{2, 0}));  // Optimus 8 ms, baseline 10 ms
+  EXPECT_EQ(*placement_metrics(c, 2).rank, 1);
+  EXPECT_EQ(*placement_metrics(c, 0).rank, 2);
+  EXPECT_FALSE(placement_metrics(c, 3).rank.has_value());
+  EXPECT_FALSE(placement_metrics(c, 3).speedup.has_value());
+  EXPECT_FALSE(placement_metrics(c, 1).rank.has_value()) << "failed placement";
+  const std::string out = format_comparison(c, CompareRunStats{});
+  EXPECT_NE(out.find("(!) does not fit HBM, not ranked"), std::string::npos) << out;
+  EXPECT_NE(out.find("heterogeneous        8 of 10 ranks exceed HBM: rank 0 peaks at 90.00 GB > 85.90 GB"),
+            std::string::npos)
+      << out;
+  const size_t row = out.find("  rank (of those that fit HBM)");
+  ASSERT_NE(row, std::string::npos);
+  const std::string line = out.substr(row, out.find('\n', row) - row);
+  EXPECT_NE(line.find("over HBM"), std::string::npos) << line;
+  auto j = nlohmann::json::parse(comparison_json(c));
+  EXPECT_EQ(j["ranking"], nlohmann::json({"OPTIMUS", "MEGATRON_BASELINE"}));
+  EXPECT_FALSE(j["placements"][3]["fits"].get<bool>());
+  EXPECT_TRUE(j["placements"][3]["rank"].is_null());
+  EXPECT_EQ(j["placements"][3]["infeasible_reason"], c.placements[3].over_memory);
+  // The baseline over HBM: no speedup anywhere.
+  c.placements[0].over_memory = "over";
+  j = nlohmann::json::parse(comparison_json(c));
+  EXPECT_TRUE(j["baseline"].is_null());
+  EXPECT_TRUE(j["placements"][2]["speedup"].is_null());
+  EXPECT_EQ(j["ranking"], nlohmann::json({"OPTIMUS"}));
 }
 
 TEST(CompareTable, LongReasonsWrapInsteadOfBeingCut) {

@@ -35,9 +35,22 @@ Json modules(const ir::ProgramInfo& info) {
     j["parameters"] = m.parameters();
     j["model_flops_per_iteration"] = m.model_flops_per_iteration();
     j["frozen"] = m.frozen();
+    j["recompute"] = recompute_name(m.recompute());
+    j["recompute_num_layers"] = m.recompute_num_layers();
     list.push_back(std::move(j));
   }
   return list;
+}
+
+Json feasibility(const Summary& s) {
+  Json j;
+  j["fits"] = s.over_capacity_ranks == 0;
+  j["over_capacity_ranks"] = s.over_capacity_ranks;
+  j["num_gpus"] = s.num_gpus;
+  j["peak_bytes"] = s.peak_memory.max;
+  j["worst_rank"] = s.peak_memory.worst_rank;
+  j["capacity_bytes"] = s.memory_capacity.count();
+  return j;
 }
 
 Json optimus(const ir::OptimusInfo& o) {
@@ -204,6 +217,7 @@ std::string summary_json(const Summary& s) {
   memory["worst_rank"] = s.peak_memory.worst_rank;
   memory["over_capacity_ranks"] = s.over_capacity_ranks;
   top["peak_memory"] = std::move(memory);
+  top["feasibility"] = json_util::feasibility(s);
   // Network outputs, only when the caller filled them (docs/outputs.md).
   if (s.comm) top["comm"] = comm_json(*s.comm);
   if (s.links) top["links"] = links_json(*s.links);

@@ -21,8 +21,12 @@ inline double secs(TimeNs t) { return secs(t.count()); }
 // {min_s, median_s, max_s, worst_rank}
 Json time_stats(const Stats& s);
 // [{name, is_encoder, tp, cp, pp, dp, virtual_stages, first_rank, num_ranks,
-//   parameters, model_flops_per_iteration, frozen}, ...]
+//   parameters, model_flops_per_iteration, frozen, recompute,
+//   recompute_num_layers}, ...]
 Json modules(const ir::ProgramInfo& info);
+// {fits, over_capacity_ranks, num_gpus, peak_bytes, worst_rank,
+//  capacity_bytes} (docs/memory-model.md#feasibility).
+Json feasibility(const Summary& s);
 // What the Optimus planner decided (times in s and ns).
 Json optimus(const ir::OptimusInfo& o);
 

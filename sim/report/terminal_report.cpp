@@ -36,6 +36,14 @@ std::string count_si(double v) {
   return t;
 }
 
+// "none", "selective", "full", "full (first 2 layers of each chunk)".
+std::string recompute_text(scenario::Recompute r, int64_t num_layers) {
+  std::string t(recompute_name(r));
+  if (r == scenario::RECOMPUTE_FULL && num_layers > 0)
+    t += fmt::format(" (first {} layer{} of each chunk)", num_layers, num_layers == 1 ? "" : "s");
+  return t;
+}
+
 std::string module_layout(const ir::ModuleInfo& m) {
   std::string s = fmt::format("TP {} · CP {} · PP {} · DP {}", m.tp(), m.cp(), m.pp(), m.dp());
   if (m.virtual_stages() > 1) s += fmt::format(" · v {}", m.virtual_stages());
@@ -126,8 +134,16 @@ std::string format_summary(const Summary& s, const RunStats& run) {
   row(out, "schedule",
       fmt::format("{}, {} microbatches (global batch {}, micro batch {}, seq {})", schedule_name(i.schedule()),
                   i.num_microbatches(), i.global_batch(), i.micro_batch(), i.seq_length()));
-  row(out, "recompute", fmt::format("{}{}", recompute_name(i.recompute()),
-                                    i.sequence_parallel() ? ", sequence parallel" : ""));
+  std::string recompute = recompute_text(i.recompute(), i.recompute_num_layers());
+  if (s.multimodal()) {
+    // Per module: a placement may raise a module's recompute to fit HBM
+    // (docs/memory-model.md#feasibility).
+    recompute.clear();
+    for (const ir::ModuleInfo& m : i.modules())
+      recompute += fmt::format("{}{} {}", recompute.empty() ? "" : " · ", m.name(),
+                               recompute_text(m.recompute(), m.recompute_num_layers()));
+  }
+  row(out, "recompute", fmt::format("{}{}", recompute, i.sequence_parallel() ? ", sequence parallel" : ""));
   if (s.multimodal()) multimodal_block(out, s);
   out += "\n";
   row(out, "iteration time", format_duration(t));

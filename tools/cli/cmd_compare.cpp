@@ -219,6 +219,8 @@ int run_compare(const CompareOptions& o) {
       outcome.reason = reason_of(e);
     }
     if (kind == scenario::OPTIMUS && program) stats.optimus_planner_seconds = seconds_since(t0);
+    // Over HBM even at the recompute its planner chose: simulated, not ranked.
+    if (program) outcome.over_memory = placement::infeasibility_reason(*program);
     std::optional<Run> run;
     if (program) simulate_into(name, *program, run, outcome.error, outcome.reason);
     if (run) outcome.summary = run->summary;

@@ -1,6 +1,7 @@
 // `lacuna simulate INPUT`: one iteration, the summary table, and (after the
 // run succeeded) the trace, the SVG and optionally the JSON summary.
 #include <chrono>
+#include <cstdio>
 #include <memory>
 #include <optional>
 #include <string>
@@ -11,6 +12,7 @@
 #include "sim/report/bubble_accounting.h"
 #include "sim/report/comm_accounting.h"
 #include "sim/report/link_summary.h"
+#include "sim/report/memory_warning.h"
 #include "sim/report/summary.h"
 #include "sim/report/terminal_report.h"
 #include "tools/cli/calibration_option.h"
@@ -32,6 +34,7 @@ struct SimulateOptions {
   NetworkMode network = NetworkMode::kFlow;
   CalibrationOption calibration;
   int64_t scale_down = 1;
+  bool strict_memory = false;
 };
 
 int run_simulate(const SimulateOptions& o) {
@@ -66,12 +69,25 @@ int run_simulate(const SimulateOptions& o) {
                       ? report::summarize_links(network.flow()->links(), network.flow()->link_stats(result.end_time))
                       : report::analytic_links();
   summary.calibration = std::move(coverage);
-  outputs.commit(summary);
+  // A rank over HBM is not a valid result (docs/memory-model.md#feasibility):
+  // the warning goes before and after the table and to stderr; with
+  // --strict-memory the run fails and, like every failed run, writes no file.
+  const std::string warning = report::memory_warning(summary);
+  const bool rejected = o.strict_memory && !warning.empty();
+  if (!rejected) outputs.commit(summary);
 
   report::RunStats stats;
   stats.wall_seconds = wall;
   stats.events = result.events;
-  fmt::print("{}", report::format_summary(summary, stats));
+  if (!warning.empty()) fmt::print(stderr, "{}", warning);
+  fmt::print("{}{}{}", warning.empty() ? "" : warning + "\n", report::format_summary(summary, stats),
+             warning.empty() ? "" : "\n" + warning);
+  if (rejected) {
+    std::fflush(stdout);
+    fmt::print(stderr, "lacuna: error: --strict-memory: {} of {} ranks exceed the HBM capacity; no output written\n",
+               summary.over_capacity_ranks, summary.num_gpus);
+    return report::kExitOverCapacity;
+  }
   fmt::print("{}", outputs.describe());
   return 0;
 }
@@ -91,6 +107,8 @@ void add_simulate_command(CLI::App& app, Action& action) {
   add_network_option(sub, o->network);
   add_calibration_options(sub, o->calibration);
   add_scale_down_option(sub, o->scale_down);
+  sub->add_flag("--strict-memory", o->strict_memory,
+                "fail (exit 4, no output files) when any rank's peak memory exceeds the GPU's HBM capacity");
   add_output_options(sub, o->outputs, "");
   sub->callback([o, &action] { action = [o] { return run_simulate(*o); }; });
 }

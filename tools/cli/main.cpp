@@ -1,6 +1,7 @@
 // lacuna: predict large-scale LLM training from first principles.
 // Exit codes: 0 ok; 2 user error (bad input, usage); 3 deadlocked program;
-// 70 internal error (a bug in lacuna).
+// 4 ranks over the HBM capacity under `simulate --strict-memory`
+// (report::kExitOverCapacity); 70 internal error (a bug in lacuna).
 #include <cstdio>
 #include <exception>
 
