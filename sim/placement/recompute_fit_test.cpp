@@ -150,7 +150,9 @@ void expect_search_matches_brute_force(scenario::LoadedScenario sc, scenario::Pl
   EXPECT_GE(checked, min_moves);
   EXPECT_GE(moved, min_moves);
   // The proofs spare compilations (same answers, checked above).
-  if (request.fixed_order) EXPECT_LT(compiled_with_proofs, compiled_without);
+  if (request.fixed_order) {
+    EXPECT_LT(compiled_with_proofs, compiled_without);
+  }
 
   // Below the lowest peak nothing fits: the lower of the requested and the
   // top combination's peaks is reported, with every module at its top rung.

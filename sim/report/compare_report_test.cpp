@@ -51,14 +51,14 @@ Comparison comparison() {
   c.cost_model = "analytic";
   c.folded = true;
   c.llm_only = summary(7 * kMs, 8, 0);
-  c.placements.push_back({scenario::MEGATRON_BASELINE, summary(10 * kMs, 8, 3 * kMs), {}, {}});
+  c.placements.push_back({scenario::MEGATRON_BASELINE, summary(10 * kMs, 8, 3 * kMs), {}, {}, {}});
   c.placements.push_back({scenario::MEGATRON_BALANCED, std::nullopt, "mm.pbtxt:3:1: MEGATRON_BALANCED: not applicable here",
-                          "MEGATRON_BALANCED: not applicable here"});
+                          "MEGATRON_BALANCED: not applicable here", {}});
   Summary optimus = summary(8 * kMs, 8, 4 * kMs);
   optimus.info.mutable_optimus()->set_coarse_efficiency(0.5);
   optimus.info.mutable_optimus()->set_fine_efficiency(0.9);
-  c.placements.push_back({scenario::OPTIMUS, optimus, {}, {}});
-  c.placements.push_back({scenario::HETEROGENEOUS, summary(6 * kMs, 10, 2 * kMs), {}, {}});
+  c.placements.push_back({scenario::OPTIMUS, optimus, {}, {}, {}});
+  c.placements.push_back({scenario::HETEROGENEOUS, summary(6 * kMs, 10, 2 * kMs), {}, {}, {}});
   return c;
 }
 
