@@ -75,7 +75,10 @@ CriticalPathReport summarize_critical_path(const ir::Program& p, const PathInput
   }
   r.by_class = shares(by_class);
   r.by_stage = shares(by_stage);
-  for (const auto& [rank, v] : by_rank) r.by_rank.push_back(v);
+  for (auto& [rank, v] : by_rank) {
+    v.label = rank_label(p, rank);
+    r.by_rank.push_back(std::move(v));
+  }
   std::sort(r.by_rank.begin(), r.by_rank.end(), [](const RankOnPath& a, const RankOnPath& b) {
     return a.time != b.time ? a.time > b.time : a.rank < b.rank;
   });
@@ -114,7 +117,10 @@ CriticalPathReport summarize_critical_path(const ir::Program& p, const PathInput
   std::vector<int32_t> index(static_cast<size_t>(p.ranks_size()), -1);
   for (size_t i = 0; i < in.simulated_ranks.size(); ++i) {
     index[static_cast<size_t>(in.simulated_ranks[i])] = static_cast<int32_t>(i);
-    r.rank_slack.push_back({in.simulated_ranks[i], 0, 0, TimeNs::zero()});
+    RankSlack rs;
+    rs.rank = in.simulated_ranks[i];
+    rs.represents = i < in.represents.size() ? in.represents[i] : std::vector<int32_t>{rs.rank};
+    r.rank_slack.push_back(std::move(rs));
   }
   std::vector<int32_t> traced(static_cast<size_t>(p.ranks_size()), 0);
   for (int32_t t : in.traced_ranks) traced[static_cast<size_t>(t)] = 1;

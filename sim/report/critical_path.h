@@ -23,6 +23,7 @@ struct PathShare {
 
 struct RankOnPath {
   int32_t rank = 0;
+  std::string label;  // rank_label()
   TimeNs time;        // Σ durations of its steps
   int64_t steps = 0;
 };
@@ -30,6 +31,7 @@ struct RankOnPath {
 // Per simulated rank, from the whole graph's slack.
 struct RankSlack {
   int32_t rank = 0;
+  std::vector<int32_t> represents;  // ranks it stands for (fold), itself included
   int64_t compute_ops = 0;
   int64_t critical_compute_ops = 0;  // with zero slack
   TimeNs min_compute;                // least slack of its compute ops (0 when it has none)
@@ -92,6 +94,7 @@ struct PathInputs {
   uint64_t ops = 0;
   std::string no_slack_reason;
   std::vector<int32_t> simulated_ranks;
+  std::vector<std::vector<int32_t>> represents;  // per simulated rank (fold); empty: itself
   std::vector<int32_t> traced_ranks;  // op slack is listed for these
   double speedup = 0.1;
 };

@@ -20,7 +20,7 @@ struct Result {
 Result analyse(const ir::Program& p, bool whole) {
   engine::testing::ClosedFormCost cost;
   engine::Simulator sim(p, cost);
-  OpGraphRecorder rec(whole);
+  OpGraphRecorder rec(whole ? OpGraphRecorder::kAlways : 0);
   sim.add_observer(&rec);
   Result r;
   r.end = sim.run().end_time;

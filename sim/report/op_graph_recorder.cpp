@@ -23,6 +23,11 @@ void OpGraphRecorder::on_run_begin(const engine::RunInfo& info) {
   // Pruning frees nodes as soon as nothing can reach them; a compute slot can
   // pass to a waiter long after its holder ended, so with slots nothing is
   // freed (slots only run on every rank of small CPU programs).
+  ops_ = 0;
+  for (int32_t r : info.simulated_ranks) {
+    for (const ir::Stream& st : p.classes(p.ranks(r).class_id()).streams()) ops_ += static_cast<uint64_t>(st.ops_size());
+  }
+  keep_graph_ = ops_ <= max_ops_;
   slots_ = info.compute_slots > 0;
   prune_ = !keep_graph_ && !slots_;
   graph_ = OpGraph{};

@@ -40,7 +40,12 @@ namespace lacuna::report {
 
 class OpGraphRecorder : public engine::Observer {
  public:
-  explicit OpGraphRecorder(bool keep_graph) : keep_graph_(keep_graph) {}
+  // Keeps the whole graph when the simulated ranks have at most
+  // `whole_graph_max_ops` ops in all (0: never; kAlways: always), else only
+  // the binding chains. Decided when the run begins (fold decides which
+  // ranks are simulated).
+  static constexpr uint64_t kAlways = ~uint64_t{0};
+  explicit OpGraphRecorder(uint64_t whole_graph_max_ops) : max_ops_(whole_graph_max_ops) {}
 
   void on_run_begin(const engine::RunInfo& info) override;
   void on_op_end(const engine::OpSpan& span) override;
@@ -51,8 +56,10 @@ class OpGraphRecorder : public engine::Observer {
 
   // After on_run_end.
   const CriticalPath& path() const { return path_; }
-  // The whole graph; null unless keep_graph.
+  // The whole graph; null when only the binding chains were kept.
   const OpGraph* graph() const { return keep_graph_ ? &graph_ : nullptr; }
+  // Ops of the simulated ranks (records and waits included).
+  uint64_t ops() const { return ops_; }
   // Nodes created, and the most alive at once (all of them with keep_graph).
   uint64_t nodes_created() const { return created_; }
   uint64_t peak_live_nodes() const { return peak_live_; }
@@ -87,7 +94,9 @@ class OpGraphRecorder : public engine::Observer {
   void barrier(const engine::OpSpan* const* members, size_t n, size_t binding);
   uint32_t slot_releaser(TimeNs start) const;
 
-  bool keep_graph_;
+  uint64_t max_ops_;
+  uint64_t ops_ = 0;
+  bool keep_graph_ = false;
   bool prune_ = false;
   OpGraph graph_;  // nodes (pooled when pruning) and, with keep_graph, edges
   std::vector<uint32_t> refs_;

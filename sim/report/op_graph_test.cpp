@@ -42,7 +42,7 @@ struct Recorded {
 Recorded record(const ir::Program& p, engine::SimulationOptions options = {}) {
   ClosedFormCost cost;
   engine::Simulator sim(p, cost, options);
-  OpGraphRecorder whole(true), pruned(false);
+  OpGraphRecorder whole(OpGraphRecorder::kAlways), pruned(0);
   sim.add_observer(&whole);
   sim.add_observer(&pruned);
   Recorded r;

@@ -1,8 +1,11 @@
 #include "sim/report/stragglers.h"
 
 #include <algorithm>
+#include <map>
 
 #include <fmt/format.h>
+
+#include "sim/report/names.h"
 
 namespace lacuna::report {
 
@@ -136,14 +139,22 @@ StragglerSummary StragglerAttribution::summary() const {
   }
   for (const Kind& k : kinds_) {
     for (size_t i = 0; i < k.ranks.size(); ++i) {
-      if (k.ranks[i].last > 0) s.ranks.push_back({rank_of[i], group_key(k.group), op_key(k.op), k.ranks[i]});
+      if (k.ranks[i].last > 0) s.ranks.push_back({rank_of[i], {}, group_key(k.group), op_key(k.op), k.ranks[i]});
     }
     for (size_t h = 0; h < k.hosts.size(); ++h) {
-      if (k.hosts[h].last > 0) s.hosts.push_back({static_cast<int32_t>(h), group_key(k.group), op_key(k.op), k.hosts[h]});
+      if (k.hosts[h].last > 0) s.hosts.push_back({static_cast<int32_t>(h), {}, group_key(k.group), op_key(k.op), k.hosts[h]});
     }
   }
   std::sort(s.ranks.begin(), s.ranks.end(), before);
   std::sort(s.hosts.begin(), s.hosts.end(), before);
+  for (StragglerRow& r : s.ranks) r.label = rank_label(*program_, r.id);
+  // A host's ranks take a scan of all ranks: once per distinct host.
+  std::map<int32_t, std::string> hosts;
+  for (StragglerRow& r : s.hosts) {
+    auto [it, fresh] = hosts.try_emplace(r.id);
+    if (fresh) it->second = fmt::format("host {} (ranks {})", r.id, host_ranks(*program_, r.id));
+    r.label = it->second;
+  }
   return s;
 }
 

@@ -44,6 +44,7 @@ struct StragglerCell {
 // One (rank or host) × (group kind, collective kind) line of the attribution.
 struct StragglerRow {
   int32_t id = 0;     // rank, or host (RankBinding.node)
+  std::string label;  // "rank 17 (pp 2 tp 1 dp 0)", "host 154 (ranks 1232–1239)"
   std::string group;  // "dp", "tp", "dp_cp", ... (Group.kind, lower case)
   std::string op;     // "all_reduce", "reduce_scatter", ...
   StragglerCell cell;
