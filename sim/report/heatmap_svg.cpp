@@ -117,7 +117,7 @@ void panel(std::string& o, const ir::Program& p, const Layout& l, double x0, dou
   }
   // The colour scale below the panel: min, median and max with their ranks.
   const double ly = y0 + l.height + 14;
-  const double bar = std::min(l.width, 240.0);
+  const double bar = std::max(l.width, 300.0);  // room for the min and max labels
   for (int i = 0; i < 48; ++i) {
     fmt::format_to(out, "<rect x=\"{:.2f}\" y=\"{:.0f}\" width=\"{:.2f}\" height=\"10\" fill=\"{}\"/>\n",
                    x0 + bar * i / 48.0, ly, bar / 48.0 + 0.05, colour((i + 0.5) / 48.0));
