@@ -51,8 +51,10 @@ struct Sensitivity {
   std::string key;  // "compute gemm"
   TimeNs on_path;   // time of X's compute ops on the path (cost-model timed ones)
   // on_path × speedup, rounded: what the iteration gains if the path stays
-  // critical. Other paths can take over, so the gain is at most this (up to
-  // rounding to whole ns per op).
+  // critical. Other paths can take over, so with fixed communication times
+  // (--network analytic) the gain is at most this (up to rounding to whole ns
+  // per op); the flow network's times depend on overlap and can move either
+  // way (docs/critical-path.md#sensitivity).
   TimeNs estimate;
   // Set by the caller (the CLI re-simulates the top classes).
   bool resimulated = false;
