@@ -137,16 +137,26 @@ struct RecordedWait {
   WaitCause cause;
 };
 
+struct RecordedCollective {
+  int32_t group = 0;
+  uint64_t seq = 0;
+  std::vector<OpSpan> members;  // arrival order
+};
+
 class RecordingObserver : public Observer {
  public:
   void on_run_begin(const RunInfo& info) override {
     ++runs;
     simulated = info.simulated_ranks;
     represents = info.represents;
+    compute_slots = info.compute_slots;
   }
   void on_op_end(const OpSpan& span) override { spans.push_back(span); }
   void on_wait_end(const OpSpan& span, const WaitCause& cause) override { waits.push_back({span, cause}); }
   void on_transfer(const OpSpan& send, const OpSpan& recv) override { transfers.emplace_back(send, recv); }
+  void on_collective(const CollectiveSpan& c) override {
+    collectives.push_back({c.group, c.seq, {c.members.begin(), c.members.end()}});
+  }
   void on_run_end(TimeNs end) override { run_end = end; }
 
   const OpSpan* find(int32_t rank, int32_t stream, int32_t op) const {
@@ -162,6 +172,8 @@ class RecordingObserver : public Observer {
   std::vector<OpSpan> spans;
   std::vector<RecordedWait> waits;
   std::vector<std::pair<OpSpan, OpSpan>> transfers;
+  std::vector<RecordedCollective> collectives;
+  int32_t compute_slots = -1;
   std::optional<TimeNs> run_end;
 };
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "sim/core/units.h"
@@ -39,6 +40,16 @@ struct WaitCause {
   TimeNs end;
 };
 
+// One completed collective instance (instance `seq` of group `group`): its
+// members' spans in the order they arrived, so the last one is the member
+// whose arrival started it (start = its `issued`). All share start and end.
+// In fold mode only the simulated members are listed.
+struct CollectiveSpan {
+  int32_t group = 0;  // index into Program.groups
+  uint64_t seq = 0;   // its position among the group's collectives
+  std::span<const OpSpan> members;
+};
+
 struct RunInfo {
   const ir::Program* program = nullptr;
   // Ranks simulated: all of them, or (fold) one representative per class of
@@ -46,6 +57,9 @@ struct RunInfo {
   // (itself included).
   std::vector<int32_t> simulated_ranks;
   std::vector<std::vector<int32_t>> represents;
+  // SimulationOptions::compute_slots (0: none): a compute op that started
+  // after it was issued waited for a slot another compute op released.
+  int32_t compute_slots = 0;
 };
 
 class Observer {
@@ -58,6 +72,8 @@ class Observer {
   virtual void on_wait_end(const OpSpan& /*span*/, const WaitCause& /*cause*/) {}
   // Once per completed point-to-point transfer, after both on_op_end calls.
   virtual void on_transfer(const OpSpan& /*send*/, const OpSpan& /*recv*/) {}
+  // Once per completed collective instance, after its members' on_op_end.
+  virtual void on_collective(const CollectiveSpan& /*collective*/) {}
   virtual void on_run_end(TimeNs /*end*/) {}
 };
 

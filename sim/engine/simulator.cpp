@@ -195,6 +195,7 @@ SimulationResult Simulator::Impl::run() {
     info.program = &program;
     info.simulated_ranks = simulated.ranks;
     info.represents = simulated.represents;
+    info.compute_slots = options.compute_slots;
     for (Observer* o : observers) o->on_run_begin(info);
   }
   for (uint32_t s = 0; s < streams.size(); ++s) worklist.push_back(s);
@@ -503,10 +504,18 @@ void Simulator::Impl::complete_collective(uint32_t id) {
   if (slowdown > 0) {
     for (uint32_t w : in.waiters) comm_started_or_ended(streams[w].rank, -1);
   }
-  for (uint32_t w : in.waiters) {
-    finish_op(w, now, nullptr);
-    worklist.push_back(w);
+  if (observers.empty()) {
+    for (uint32_t w : in.waiters) finish_op(w, now, nullptr);
+  } else {
+    // The members' spans in arrival order, taken before finish_op moves their
+    // cursors on (observers only).
+    member_spans.clear();
+    for (uint32_t w : in.waiters) member_spans.push_back(span_of(streams[w], now));
+    for (uint32_t w : in.waiters) finish_op(w, now, nullptr);
+    const CollectiveSpan span{in.group, in.seq, member_spans};
+    for (Observer* o : observers) o->on_collective(span);
   }
+  for (uint32_t w : in.waiters) worklist.push_back(w);
   in.done = true;
   // Instances of a group may complete out of order (different durations);
   // retire them in issue order.

@@ -210,6 +210,7 @@ struct Simulator::Impl {
   std::vector<Transfer> transfers;
   std::vector<uint32_t> free_transfers;
   std::vector<uint32_t> worklist;
+  std::vector<OpSpan> member_spans;  // complete_collective's buffer for on_collective
   // Compute slots: free count and the FIFO ring of waiting streams (each
   // stream waits at most once, so streams.size() entries suffice).
   int32_t free_slots = 0;

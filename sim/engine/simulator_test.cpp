@@ -153,6 +153,46 @@ TEST(Simulator, CollectiveStartsAtLastArrivalAndEndsTogether) {
   EXPECT_EQ(cost.collective_calls, 0);  // fixed duration
 }
 
+// on_collective: once per instance, after its members' on_op_end, members in
+// arrival order (the last one started it: start = its issued).
+TEST(Simulator, OnCollectiveListsMembersInArrivalOrder) {
+  ir::Program p;
+  p.add_group_slots()->set_name("world");
+  const int32_t g = add_group(p, ir::WORLD, {0, 1, 2});
+  const int64_t compute[] = {30, 10, 20};  // arrival order 1, 2, 0
+  for (int r = 0; r < 3; ++r) {
+    auto* c = add_class(p, "r" + std::to_string(r), 0, {"main"});
+    add_compute(c->mutable_streams(0), compute[r]);
+    add_collective(c->mutable_streams(0), ir::ALL_REDUCE, 0, 1000, 5);
+    add_compute(c->mutable_streams(0), 1);
+    add_collective(c->mutable_streams(0), ir::ALL_REDUCE, 0, 1000, 5);
+    add_rank(p, r, {g});
+  }
+  ClosedFormCost cost;
+  Simulator sim(p, cost);
+  RecordingObserver obs;
+  sim.add_observer(&obs);
+  sim.run();
+  EXPECT_EQ(obs.compute_slots, 0);
+  ASSERT_EQ(obs.collectives.size(), 2u);
+  const auto& first = obs.collectives[0];
+  EXPECT_EQ(first.group, g);
+  EXPECT_EQ(first.seq, 0u);
+  ASSERT_EQ(first.members.size(), 3u);
+  EXPECT_EQ(first.members[0].rank, 1);
+  EXPECT_EQ(first.members[1].rank, 2);
+  EXPECT_EQ(first.members[2].rank, 0);
+  EXPECT_EQ(first.members[2].issued, TimeNs(30));
+  for (const OpSpan& m : first.members) {
+    EXPECT_EQ(m.op, 1);
+    EXPECT_EQ(m.start, TimeNs(30));
+    EXPECT_EQ(m.end, TimeNs(35));
+  }
+  EXPECT_EQ(obs.collectives[1].seq, 1u);
+  // Reported after the members' on_op_end: the members' spans are all there.
+  for (const OpSpan& m : obs.collectives[1].members) EXPECT_NE(obs.find(m.rank, 0, 3), nullptr);
+}
+
 TEST(Simulator, CollectiveCostUsesGroupShapeAndIsMemoized) {
   ir::Program p;
   p.add_group_slots()->set_name("world");

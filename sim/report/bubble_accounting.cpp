@@ -30,8 +30,6 @@ TimeNs RankAccount::idle() const {
   return sum;
 }
 
-namespace {
-
 Bubble exposed_category(CommKind kind) {
   switch (kind) {
     case CommKind::kTp: return Bubble::kTpExposed;
@@ -42,6 +40,8 @@ Bubble exposed_category(CommKind kind) {
     default: return Bubble::kPpExposed;
   }
 }
+
+namespace {
 
 TimeNs& slot(RankAccount& acc, Bubble b) { return acc.bubbles[static_cast<int>(b)]; }
 

@@ -34,6 +34,7 @@
 #include "sim/core/units.h"
 #include "sim/engine/observer.h"
 #include "sim/proto/program.pb.h"
+#include "sim/report/comm_kind.h"
 
 namespace lacuna::report {
 
@@ -72,6 +73,10 @@ inline constexpr std::string_view kHostOverheadLabel = "host (launch/framework)"
 inline bool bubble_shown(Bubble b, bool multimodal) {
   return multimodal || static_cast<int>(b) < kNumLlmBubbles;
 }
+
+// The exposed-communication category of communication of `kind` (kNone and
+// PP: pp_exposed).
+Bubble exposed_category(CommKind kind);
 
 inline constexpr int kNumPhases = ir::Phase_ARRAYSIZE;
 

@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "sim/report/critical_path_report.h"
 #include "sim/report/json_util.h"
 #include "sim/report/names.h"
 #include "sim/report/network_report.h"
@@ -222,6 +223,8 @@ std::string summary_json(const Summary& s) {
   if (s.comm) top["comm"] = comm_json(*s.comm);
   if (s.links) top["links"] = links_json(*s.links);
   if (s.calibration) top["calibration"] = calibration_json(*s.calibration);
+  if (s.critical_path) top["critical_path"] = critical_path_json(*s.critical_path);
+  if (s.stragglers) top["stragglers"] = stragglers_json(*s.stragglers);
 
   std::string ranks = "[";
   for (size_t i = 0; i < s.ranks.size(); ++i) {

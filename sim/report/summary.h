@@ -12,7 +12,9 @@
 #include "sim/proto/program.pb.h"
 #include "sim/report/bubble_accounting.h"
 #include "sim/report/comm_accounting.h"
+#include "sim/report/critical_path.h"
 #include "sim/report/link_summary.h"
+#include "sim/report/stragglers.h"
 #include "sim/report/timeline.h"
 
 namespace lacuna::report {
@@ -78,6 +80,10 @@ struct Summary {
   std::optional<LinkSummary> links;
   // Set by the caller for a calibrated run (unset: the reports leave it out).
   std::optional<CalibrationCoverage> calibration;
+  // --critical-path and --stragglers (docs/critical-path.md); set by the
+  // caller, unset: left out.
+  std::optional<CriticalPathReport> critical_path;
+  std::optional<StragglerSummary> stragglers;
   // The traced ranks' per-op timeline (the JSON `timeline` key, for `lacuna
   // diff`); set by the caller, unset: left out.
   std::optional<Timeline> timeline;

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "sim/report/critical_path_report.h"
 #include "sim/report/format.h"
 #include "sim/report/names.h"
 #include "sim/report/network_report.h"
@@ -190,6 +191,8 @@ std::string format_summary(const Summary& s, const RunStats& run) {
   if (s.comm) out += format_comm(*s.comm);
   if (s.links) out += format_links(*s.links);
   if (s.calibration) calibration_block(out, *s.calibration);
+  if (s.critical_path) out += format_critical_path(*s.critical_path);
+  if (s.stragglers) out += format_stragglers(*s.stragglers);
 
   out += "\n";
   row(out, "cost model", s.cost_model);

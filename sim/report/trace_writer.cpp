@@ -206,6 +206,7 @@ void TraceWriter::on_transfer(const engine::OpSpan& send, const engine::OpSpan& 
 
 void TraceWriter::on_run_end(TimeNs end) {
   link_counters_.finish();
+  if (epilogue_) epilogue_(traced_, [this](std::string_view event) { emit(event); });
   fmt::print(file_.handle(),
              "\n],\"otherData\":{{\"scenario\":{},\"iteration_time_ns\":{},\"traced_ranks\":{},\"rank_selection\":{}}}}}\n",
              json_quoted(program_.info().scenario_name()), end.count(), traced_.size(), json_quoted(spec_.text));

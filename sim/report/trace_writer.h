@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -37,6 +38,13 @@ class TraceWriter : public engine::Observer {
   void on_transfer(const engine::OpSpan& send, const engine::OpSpan& recv) override;
   void on_run_end(TimeNs end) override;
 
+  // More events, written by on_run_end before the file is closed (the
+  // critical path, docs/critical-path.md#trace): called with the traced
+  // ranks and a function that writes one event.
+  using Emit = std::function<void(std::string_view)>;
+  using Epilogue = std::function<void(const std::vector<int32_t>& traced, const Emit& emit)>;
+  void set_epilogue(Epilogue epilogue) { epilogue_ = std::move(epilogue); }
+
   // Renames the finished file into place. Call once, after on_run_end.
   void commit();
   const std::vector<int32_t>& traced_ranks() const { return traced_; }
@@ -58,6 +66,7 @@ class TraceWriter : public engine::Observer {
   std::vector<int64_t> memory_;          // per traced rank, running bytes
   std::vector<std::string> slot_names_;  // group slot names, JSON-escaped
   LinkCounterTrace link_counters_;
+  Epilogue epilogue_;
   uint64_t next_flow_ = 1;
   bool first_event_ = true;
   bool finished_ = false;

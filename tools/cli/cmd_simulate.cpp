@@ -17,6 +17,7 @@
 #include "sim/report/terminal_report.h"
 #include "tools/cli/calibration_option.h"
 #include "tools/cli/commands.h"
+#include "tools/cli/critical_path_option.h"
 #include "tools/cli/load_input.h"
 #include "tools/cli/network_option.h"
 #include "tools/cli/run_outputs.h"
@@ -35,6 +36,7 @@ struct SimulateOptions {
   CalibrationOption calibration;
   int64_t scale_down = 1;
   bool strict_memory = false;
+  CriticalPathOptions critical_path;
 };
 
 int run_simulate(const SimulateOptions& o) {
@@ -49,6 +51,7 @@ int run_simulate(const SimulateOptions& o) {
   if (const auto* calibrated = input.calibrated()) coverage = coverage_section(*calibrated, program);
   const std::string stem = file_stem_for(program.info().scenario_name(), o.input);
   RunOutputs outputs(program, o.outputs, stem, "");
+  CriticalPathOutputs critical(program, o.critical_path);
 
   NetworkSetup network(program, o.network);
   engine::Simulator sim(program, cost, network.apply(engine::SimulationOptions{.fold = o.fold, .compute_slots = o.compute_slots}));
@@ -56,6 +59,8 @@ int run_simulate(const SimulateOptions& o) {
   sim.add_observer(&accounting);
   report::CommAccounting comm;
   sim.add_observer(&comm);
+  for (engine::Observer* observer : critical.observers()) sim.add_observer(observer);  // before the trace
+  critical.attach_trace(outputs.trace());
   for (engine::Observer* observer : outputs.observers()) sim.add_observer(observer);
   if (outputs.trace() != nullptr) network.add_link_observer(outputs.trace()->link_observer());
 
@@ -69,12 +74,22 @@ int run_simulate(const SimulateOptions& o) {
                       ? report::summarize_links(network.flow()->links(), network.flow()->link_stats(result.end_time))
                       : report::analytic_links();
   summary.calibration = std::move(coverage);
+  critical.finish(summary, report::select_ranks(outputs.spec(), program), cost, [&](const cost::CostModel& scaled) {
+    NetworkSetup again(program, o.network);
+    return engine::Simulator(program, scaled,
+                             again.apply(engine::SimulationOptions{.fold = o.fold, .compute_slots = o.compute_slots}))
+        .run()
+        .end_time;
+  });
   // A rank over HBM is not a valid result (docs/memory-model.md#feasibility):
   // the warning goes before and after the table and to stderr; with
   // --strict-memory the run fails and, like every failed run, writes no file.
   const std::string warning = report::memory_warning(summary);
   const bool rejected = o.strict_memory && !warning.empty();
-  if (!rejected) outputs.commit(summary);
+  if (!rejected) {
+    outputs.commit(summary);
+    critical.commit();
+  }
 
   report::RunStats stats;
   stats.wall_seconds = wall;
@@ -88,7 +103,8 @@ int run_simulate(const SimulateOptions& o) {
                summary.over_capacity_ranks, summary.num_gpus);
     return report::kExitOverCapacity;
   }
-  fmt::print("{}", outputs.describe());
+  const std::string files = outputs.describe();
+  fmt::print("{}{}", files, critical.describe(files.empty()));
   return 0;
 }
 
@@ -110,6 +126,7 @@ void add_simulate_command(CLI::App& app, Action& action) {
   sub->add_flag("--strict-memory", o->strict_memory,
                 "fail (exit 4, no output files) when any rank's peak memory exceeds the GPU's HBM capacity");
   add_output_options(sub, o->outputs, "");
+  add_critical_path_options(sub, o->critical_path);
   sub->callback([o, &action] { action = [o] { return run_simulate(*o); }; });
 }
 
