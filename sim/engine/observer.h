@@ -26,6 +26,8 @@ struct OpSpan {
                  // sides posted, compute when it had a compute slot,
                  // wait/record = issued
   TimeNs end;
+  // The iteration the op belongs to (0-based; SimulationOptions::iterations).
+  uint32_t iteration = 0;
 };
 
 // For an EventWait: the op whose completion (followed by the EventRecord that
@@ -46,6 +48,9 @@ struct RunInfo {
   // (itself included).
   std::vector<int32_t> simulated_ranks;
   std::vector<std::vector<int32_t>> represents;
+  // Consecutive iterations the run simulates (SimulationOptions::iterations);
+  // every OpSpan carries its own.
+  int32_t iterations = 1;
 };
 
 class Observer {
@@ -58,6 +63,7 @@ class Observer {
   virtual void on_wait_end(const OpSpan& /*span*/, const WaitCause& /*cause*/) {}
   // Once per completed point-to-point transfer, after both on_op_end calls.
   virtual void on_transfer(const OpSpan& /*send*/, const OpSpan& /*recv*/) {}
+  // `end`: the last op end of the run (of its last iteration).
   virtual void on_run_end(TimeNs /*end*/) {}
 };
 
