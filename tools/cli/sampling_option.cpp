@@ -1,0 +1,52 @@
+#include "tools/cli/sampling_option.h"
+
+#include <string>
+
+#include "sim/core/error.h"
+
+namespace lacuna::cli {
+
+void add_sampling_options(CLI::App* sub, SamplingOptions& o) {
+  sub->add_option("--iterations", o.iterations,
+                  "simulate N consecutive iterations in one run, no barrier between them; reports each iteration's "
+                  "time and the steady-state mean of iterations 1..N-1 (docs/engine.md#iterations)")
+      ->check(CLI::Range(1, 1000000))
+      ->capture_default_str();
+  sub->add_option("--samples", o.samples,
+                  "Monte Carlo: K independent runs, sample i with seed S + i; mean, p50, p90, p99 of iteration time "
+                  "and MFU with 95 % confidence intervals (docs/metrics.md#monte-carlo)")
+      ->check(CLI::Range(1, 1000000));
+  // Shared with the variability model, which keys its draws on it.
+  sub->add_option("--seed", o.seed, "the run's random seed (sample i of --samples uses S + i)")->capture_default_str();
+  sub->add_option("-j,--jobs", o.jobs, "--samples run at once (default: one per hardware thread)")
+      ->check(CLI::Range(1, 4096));
+}
+
+bool run_is_random(const ir::Program& /*program*/, const engine::SimulationOptions& /*options*/) { return false; }
+
+report::MonteCarlo run_monte_carlo(const ir::Program& program, const cost::CostModel& cost, NetworkMode network,
+                                   const engine::SimulationOptions& base, const SamplingOptions& o,
+                                   const std::function<report::SampleOutcome()>& observed, uint64_t& events) {
+  const bool random = run_is_random(program, base);
+  std::vector<uint64_t> sample_events(static_cast<size_t>(o.samples), 0);
+  std::vector<report::SampleOutcome> outcomes;
+  if (!random) {
+    outcomes.push_back(observed());
+  } else {
+    outcomes = report::run_samples(o.samples, o.seed, o.jobs, [&](size_t i, uint64_t seed) {
+      if (i == 0) return observed();
+      NetworkSetup setup(program, network);
+      engine::SimulationOptions options = base;
+      options.seed = seed;
+      engine::Simulator sim(program, cost, setup.apply(options));
+      const engine::SimulationResult r = sim.run();
+      sample_events[i] = r.events;
+      return report::SampleOutcome{seed, r.iteration_ends};
+    });
+  }
+  for (uint64_t e : sample_events) events += e;
+  return report::summarize_samples(std::move(outcomes), o.samples, o.seed, !random, program.info(),
+                                   program.ranks_size());
+}
+
+}  // namespace lacuna::cli
