@@ -102,6 +102,38 @@ TEST(Iterations, WaitsOfIterationKNeedTheRecordsOfIterationK) {
   }
 }
 
+TEST(Iterations, TandemStreamsReachTheClosedFormSteadyState) {
+  // Three streams in tandem: a computes t_a and records e0; b waits e0,
+  // computes t_b and records e1; c waits e1 and computes t_c. Nothing makes
+  // iteration k + 1 wait for iteration k beyond each stream's own order, so
+  // this is a deterministic tandem line with unbounded buffers: the last op of
+  // iteration k ends at D(k) = t_a + t_b + t_c + k · max(t_a, t_b, t_c).
+  // Iteration 0 therefore takes the sum and every later one the bottleneck.
+  for (const auto& [ta, tb, tc] : {std::tuple{100, 250, 40}, std::tuple{300, 20, 70}, std::tuple{10, 20, 500},
+                                   std::tuple{80, 80, 80}, std::tuple{1, 999, 999}}) {
+    ir::Program p;
+    ir::RankClass* c = add_class(p, "c", 2, {"a", "b", "c"});
+    add_compute(c->mutable_streams(0), ta);
+    add_record(c->mutable_streams(0), 0);
+    add_wait(c->mutable_streams(1), 0, 1);
+    add_compute(c->mutable_streams(1), tb);
+    add_record(c->mutable_streams(1), 1);
+    add_wait(c->mutable_streams(2), 1, 1);
+    add_compute(c->mutable_streams(2), tc);
+    add_rank(p, 0);
+    ClosedFormCost cost;
+    constexpr int32_t n = 6;
+    const SimulationResult r = Simulator(p, cost, {.iterations = n}).run();
+    const int64_t sum = ta + tb + tc;
+    const int64_t bottleneck = std::max({ta, tb, tc});
+    std::vector<int64_t> closed_form{sum};
+    for (int32_t k = 1; k < n; ++k) closed_form.push_back(bottleneck);
+    SCOPED_TRACE(std::to_string(ta) + "/" + std::to_string(tb) + "/" + std::to_string(tc));
+    EXPECT_EQ(iteration_times(r), closed_form);
+    EXPECT_EQ(r.end_time.count(), sum + (n - 1) * bottleneck);
+  }
+}
+
 TEST(Iterations, CollectivesAndTransfersMatchAcrossIterationBoundaries) {
   // Two ranks: rank 0 computes 1000 ns then sends; rank 1 receives then
   // all-reduces with rank 0, whose all-reduce comes first on its stream. In

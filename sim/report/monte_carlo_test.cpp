@@ -82,7 +82,7 @@ TEST(MonteCarlo, SamplesAreTheSameForAnyThreadCount) {
   spec.dp_bytes = 4096;  // else the DP all-reduce, 1 ms per iteration, sets the pace
   const ir::Program p = make_pipeline_program(spec);
   std::string first;
-  for (int jobs : {1, 2, 3}) {
+  for (int jobs : {1, 2, 3, 4}) {
     std::vector<SampleOutcome> out =
         run_samples(12, 1000, jobs, [&](size_t, uint64_t seed) { return jittered_sample(p, seed, 3); });
     ASSERT_EQ(out.size(), 12u);

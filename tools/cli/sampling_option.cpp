@@ -24,10 +24,22 @@ void add_sampling_options(CLI::App* sub, SamplingOptions& o) {
 
 bool run_is_random(const ir::Program& /*program*/, const engine::SimulationOptions& /*options*/) { return false; }
 
-report::MonteCarlo run_monte_carlo(const ir::Program& program, const cost::CostModel& cost, NetworkMode network,
-                                   const engine::SimulationOptions& base, const SamplingOptions& o,
-                                   const std::function<report::SampleOutcome()>& observed, uint64_t& events) {
-  const bool random = run_is_random(program, base);
+SampleRunner bare_sample_runner(const ir::Program& program, const cost::CostModel& cost, NetworkMode network,
+                                const engine::SimulationOptions& base) {
+  return [&program, &cost, network, base](size_t /*index*/, uint64_t seed, uint64_t& events) {
+    NetworkSetup setup(program, network);
+    engine::SimulationOptions options = base;
+    options.seed = seed;
+    engine::Simulator sim(program, cost, setup.apply(options));
+    const engine::SimulationResult r = sim.run();
+    events = r.events;
+    return report::SampleOutcome{seed, r.iteration_ends};
+  };
+}
+
+report::MonteCarlo run_monte_carlo(const ir::Program& program, const SamplingOptions& o, bool random,
+                                   const std::function<report::SampleOutcome()>& observed, const SampleRunner& run,
+                                   uint64_t& events) {
   std::vector<uint64_t> sample_events(static_cast<size_t>(o.samples), 0);
   std::vector<report::SampleOutcome> outcomes;
   if (!random) {
@@ -35,18 +47,19 @@ report::MonteCarlo run_monte_carlo(const ir::Program& program, const cost::CostM
   } else {
     outcomes = report::run_samples(o.samples, o.seed, o.jobs, [&](size_t i, uint64_t seed) {
       if (i == 0) return observed();
-      NetworkSetup setup(program, network);
-      engine::SimulationOptions options = base;
-      options.seed = seed;
-      engine::Simulator sim(program, cost, setup.apply(options));
-      const engine::SimulationResult r = sim.run();
-      sample_events[i] = r.events;
-      return report::SampleOutcome{seed, r.iteration_ends};
+      return run(i, seed, sample_events[i]);
     });
   }
   for (uint64_t e : sample_events) events += e;
   return report::summarize_samples(std::move(outcomes), o.samples, o.seed, !random, program.info(),
                                    program.ranks_size());
+}
+
+report::MonteCarlo run_monte_carlo(const ir::Program& program, const cost::CostModel& cost, NetworkMode network,
+                                   const engine::SimulationOptions& base, const SamplingOptions& o,
+                                   const std::function<report::SampleOutcome()>& observed, uint64_t& events) {
+  return run_monte_carlo(program, o, run_is_random(program, base), observed,
+                         bare_sample_runner(program, cost, network, base), events);
 }
 
 }  // namespace lacuna::cli
