@@ -55,7 +55,12 @@ Distribution describe(std::vector<double> values, const std::vector<int32_t>& pe
   d.count = k;
   d.min = values.front();
   d.max = values.back();
-  d.mean = std::accumulate(values.begin(), values.end(), 0.0) / k;
+  // The mean as min + Σ (x_i − min) / K: exactly v when every sample is v (a
+  // plain Σ x_i / K is not: 0.1 × 10 / 10 = 0.09999999999999999), and never
+  // outside [min, max].
+  double excess = 0;
+  for (double v : values) excess += v - d.min;
+  d.mean = std::clamp(d.min + excess / k, d.min, d.max);
   if (k > 1) {
     double ss = 0;
     for (double v : values) ss += (v - d.mean) * (v - d.mean);

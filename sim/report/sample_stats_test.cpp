@@ -88,6 +88,24 @@ TEST(SampleStats, DescribeOneToHundred) {
   EXPECT_FALSE(d.quantiles[2].ci) << "p99 of 100 samples has no two-sided 95 % interval";
 }
 
+TEST(SampleStats, IdenticalSamplesHaveExactlyTheirValueAsMean) {
+  // Σ x / K of K equal values is not always the value (0.1 × 10 / 10 and
+  // 0.43517514951375175 × 5 / 5 are each 1 ulp off); the mean and its
+  // interval must be the value exactly, as the report claims for them.
+  for (const auto& [v, k] : {std::pair{0.1, 10}, std::pair{0.43517514951375175, 5}, std::pair{1.957, 64}}) {
+    const Distribution d = describe(std::vector<double>(static_cast<size_t>(k), v), {50, 90, 99}, 0.95);
+    EXPECT_EQ(d.mean, v) << k;
+    EXPECT_EQ(d.stddev, 0.0);
+    ASSERT_TRUE(d.mean_ci);
+    EXPECT_EQ(d.mean_ci->low, v);
+    EXPECT_EQ(d.mean_ci->high, v);
+  }
+  // And a mean stays inside [min, max].
+  const Distribution d = describe({1e16, 1e16 + 2, 1e16 + 2}, {50}, 0.95);
+  EXPECT_GE(d.mean, d.min);
+  EXPECT_LE(d.mean, d.max);
+}
+
 TEST(SampleStats, OneSampleHasNoMeanInterval) {
   const Distribution d = describe({3.0});
   EXPECT_EQ(d.mean, 3.0);
