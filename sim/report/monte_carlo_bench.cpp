@@ -42,7 +42,7 @@ void BM_MonteCarloSamples(benchmark::State& state) {
   }
   state.SetItemsProcessed(static_cast<int64_t>(events));
 }
-BENCHMARK(BM_MonteCarloSamples)->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_MonteCarloSamples)->Arg(1)->Arg(2)->Arg(4)->Arg(8)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace lacuna::report
