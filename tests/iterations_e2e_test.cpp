@@ -86,7 +86,8 @@ TEST(IterationsE2E, SamplesWithoutVariabilityRunOnceAndAreIdenticalForAnyThreadC
 }
 
 TEST(IterationsE2E, BadValuesAreRejectedNamingTheFlag) {
-  for (const char* bad : {"--iterations 0", "--samples 0", "-j 0", "--iterations x"}) {
+  for (const char* bad : {"--iterations 0", "--samples 0", "-j 0", "--iterations x", "--seed -1", "--seed x",
+                          "--seed 18446744073709551616", "--seed 1e3"}) {
     const auto r = run_lacuna("simulate " + kSmall + " --no-trace --no-svg " + bad);
     EXPECT_EQ(r.exit_code, 2) << bad << "\n" << r.output;
     const std::string flag = std::string(bad).substr(0, std::string(bad).find(' '));

@@ -1,6 +1,8 @@
 #include "tools/cli/sampling_option.h"
 
+#include <charconv>
 #include <string>
+#include <system_error>
 
 #include "sim/core/error.h"
 
@@ -17,7 +19,20 @@ void add_sampling_options(CLI::App* sub, SamplingOptions& o) {
                   "and MFU with 95 % confidence intervals (docs/metrics.md#monte-carlo)")
       ->check(CLI::Range(1, 1000000));
   // Shared with the variability model, which keys its draws on it.
-  sub->add_option("--seed", o.seed, "the run's random seed (sample i of --samples uses S + i)")->capture_default_str();
+  sub->add_option("--seed", o.seed, "the run's random seed (sample i of --samples uses S + i)")
+      ->check(CLI::Validator(
+          [](std::string& text) -> std::string {
+            // CLI11 would take "-1" as 2^64 - 1 and saturate values past it.
+            uint64_t value = 0;
+            const char* end = text.data() + text.size();
+            const auto [ptr, ec] = std::from_chars(text.data(), end, value);
+            if (text.empty() || ec != std::errc() || ptr != end) {
+              return "expected an integer from 0 to 18446744073709551615 (2^64 - 1), got '" + text + "'";
+            }
+            return {};
+          },
+          "UINT64"))
+      ->capture_default_str();
   sub->add_option("-j,--jobs", o.jobs, "--samples run at once (default: one per hardware thread)")
       ->check(CLI::Range(1, 4096));
 }
