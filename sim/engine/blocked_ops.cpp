@@ -25,7 +25,8 @@ std::string Simulator::Impl::where(uint32_t sid) const {
   const StreamState& st = streams[sid];
   const SimRank& rk = ranks[st.rank];
   return "rank " + std::to_string(rk.rank) + " stream " + classes[rk.cls].streams[st.local].name + " op " +
-         std::to_string(st.cursor - st.begin);
+         std::to_string(st.cursor - st.begin) +
+         (last_iteration > 0 ? " (iteration " + std::to_string(st.iteration) + ")" : "");
 }
 
 std::string Simulator::Impl::describe_group(int32_t g) const {
@@ -58,7 +59,7 @@ BlockedOp Simulator::Impl::describe_blocked(uint32_t sid) const {
   }
   switch (op.kind) {
     case OpKind::kWait:
-      b.description = "wait event " + std::to_string(op.slot) + " >= " + std::to_string(op.value) + " (recorded " +
+      b.description = "wait event " + std::to_string(op.slot) + " >= " + std::to_string(wait_target(st, op)) + " (recorded " +
                       times(event_counts[rk.event_base + op.slot]) + ")";
       break;
     case OpKind::kCollective: {
@@ -101,6 +102,7 @@ BlockedOp Simulator::Impl::describe_blocked(uint32_t sid) const {
       b.description = "not blocked (engine bug: stream stopped on a non-blocking op)";
       break;
   }
+  if (last_iteration > 0) b.description = "in iteration " + std::to_string(st.iteration) + ": " + b.description;
   return b;
 }
 

@@ -20,6 +20,7 @@ int32_t endpoint_index(std::vector<Endpoint>& endpoints, Endpoint e) {
 FlatClass flatten_class(const ir::RankClass& cls, int class_id, const cost::CostModel& cost) {
   FlatClass out;
   out.num_events = cls.num_events();
+  out.records_per_event.assign(static_cast<size_t>(std::max(0, cls.num_events())), 0);
   size_t total = 0;
   for (const auto& s : cls.streams()) total += static_cast<size_t>(s.ops_size());
   out.ops.reserve(total);
@@ -77,6 +78,7 @@ FlatClass flatten_class(const ir::RankClass& cls, int class_id, const cost::Cost
         case ir::Op::kRecord:
           f.kind = OpKind::kRecord;
           f.slot = op.record().event();
+          ++out.records_per_event[static_cast<size_t>(f.slot)];
           break;
         case ir::Op::kWait:
           f.kind = OpKind::kWait;

@@ -59,6 +59,9 @@ struct FlatClass {
   std::vector<const ir::Op*> ir;  // parallel to ops, for observers and messages
   std::vector<Endpoint> endpoints;
   int32_t num_events = 0;
+  // Per event, its EventRecord ops over all streams: the counter rises by that
+  // much per iteration, so a wait of iteration k needs value + k * records.
+  std::vector<int64_t> records_per_event;
   int32_t num_collectives = 0;
   // Durations of collectives, per (collective index, group shape id): -1 until
   // first asked. Filled lazily by the simulator.

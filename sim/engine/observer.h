@@ -27,6 +27,8 @@ struct OpSpan {
                  // sides posted, compute when it had a compute slot,
                  // wait/record = issued
   TimeNs end;
+  // The iteration the op belongs to (0-based; SimulationOptions::iterations).
+  uint32_t iteration = 0;
 };
 
 // For an EventWait: the op whose completion (followed by the EventRecord that
@@ -60,6 +62,9 @@ struct RunInfo {
   // SimulationOptions::compute_slots (0: none): a compute op that started
   // after it was issued waited for a slot another compute op released.
   int32_t compute_slots = 0;
+  // Consecutive iterations the run simulates (SimulationOptions::iterations);
+  // every OpSpan carries its own.
+  int32_t iterations = 1;
 };
 
 class Observer {
@@ -74,6 +79,7 @@ class Observer {
   virtual void on_transfer(const OpSpan& /*send*/, const OpSpan& /*recv*/) {}
   // Once per completed collective instance, after its members' on_op_end.
   virtual void on_collective(const CollectiveSpan& /*collective*/) {}
+  // `end`: the last op end of the run (of its last iteration).
   virtual void on_run_end(TimeNs /*end*/) {}
 };
 

@@ -5,7 +5,8 @@
 // order of processing is a deterministic function of the event order. An op
 // whose host has not issued it yet (Op.host_ns / host_sync, docs/engine.md#host)
 // blocks its stream until a kHostIssued event; ops without host costs never
-// look at the host clock.
+// look at the host clock. With several iterations a stream that reaches its
+// end wraps to its first op in the next iteration (docs/engine.md#iterations).
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -53,6 +54,8 @@ Simulator::Impl::Impl(const ir::Program& p, const cost::CostModel& cost, Simulat
   if (!(slowdown >= 0) || !std::isfinite(slowdown)) {
     throw Error("compute_slowdown_under_comm must be a non-negative number, got " + std::to_string(slowdown));
   }
+  if (o.iterations < 1) throw Error("iterations must be >= 1, got " + std::to_string(o.iterations));
+  last_iteration = static_cast<uint32_t>(o.iterations - 1);
   if (o.compute_slots < 0) throw Error("compute_slots must be >= 0 (0: no limit), got " + std::to_string(o.compute_slots));
   if (o.compute_slots > 0 && o.fold) {
     throw Error(SourceLocation{}, "compute slots model one host shared by every rank; a folded run simulates only some",
@@ -181,7 +184,7 @@ void Simulator::Impl::reset() {
   // Pending events never exceed one per stream plus one per collective/transfer.
   queue = RadixEventQueue<EngineEvent>(streams.size() + 16);
   now = TimeNs::zero();
-  last_end = TimeNs::zero();
+  iteration_ends.assign(last_iteration + 1, TimeNs::zero());
   events = 0;
   ops_done = 0;
   for (SimRank& r : ranks) r.comm_in_flight = 0;
@@ -196,6 +199,7 @@ SimulationResult Simulator::Impl::run() {
     info.simulated_ranks = simulated.ranks;
     info.represents = simulated.represents;
     info.compute_slots = options.compute_slots;
+    info.iterations = options.iterations;
     for (Observer* o : observers) o->on_run_begin(info);
   }
   for (uint32_t s = 0; s < streams.size(); ++s) worklist.push_back(s);
@@ -225,9 +229,13 @@ SimulationResult Simulator::Impl::run() {
   for (const StreamState& st : streams) {
     if (st.status != StreamStatus::kDone) throw_deadlock();
   }
-  for (Observer* o : observers) o->on_run_end(last_end);
+  // Each stream ends iteration k + 1 after iteration k, so the ends do not
+  // decrease and the last is the run's end.
+  const TimeNs end = iteration_ends.back();
+  for (Observer* o : observers) o->on_run_end(end);
   SimulationResult result;
-  result.end_time = last_end;
+  result.end_time = end;
+  result.iteration_ends = iteration_ends;
   result.events = events;
   result.simulated_ranks = simulated.ranks;
   result.ops = ops_done;
@@ -259,7 +267,13 @@ void Simulator::Impl::advance(uint32_t sid) {
   StreamState& st = streams[sid];
   const SimRank& rk = ranks[st.rank];
   const FlatClass& fc = classes[rk.cls];
-  while (st.cursor < st.end) {
+  for (;;) {
+    if (st.cursor == st.end) {
+      if (st.iteration == last_iteration) break;
+      ++st.iteration;  // the next iteration begins where this one ended
+      st.cursor = st.begin;
+      continue;
+    }
     const FlatOp& op = fc.ops[st.cursor];
     st.ready = now;
     st.start = now;
@@ -292,7 +306,7 @@ void Simulator::Impl::advance(uint32_t sid) {
         continue;
       }
       case OpKind::kWait:
-        if (event_counts[rk.event_base + op.slot] >= op.value) {
+        if (event_counts[rk.event_base + op.slot] >= wait_target(st, op)) {
           const WaitCause already_recorded;
           finish_op(sid, now, &already_recorded);
           continue;
@@ -376,7 +390,7 @@ void Simulator::Impl::wake_waiters(uint32_t rank, int32_t event, int64_t count, 
   auto try_wake = [&](uint32_t s) {
     StreamState& w = streams[s];
     const FlatOp& op = fc.ops[w.cursor];
-    if (op.slot != event || op.value > count) return false;
+    if (op.slot != event || wait_target(w, op) > count) return false;
     finish_op(s, now, &cause);
     worklist.push_back(s);
     return true;
@@ -400,13 +414,15 @@ OpSpan Simulator::Impl::span_of(const StreamState& st, TimeNs end) const {
   span.issued = std::max(st.ready, host_clock[static_cast<size_t>(&st - streams.data())]);
   span.start = st.start;
   span.end = end;
+  span.iteration = st.iteration;
   return span;
 }
 
 void Simulator::Impl::finish_op(uint32_t sid, TimeNs end, const WaitCause* cause) {
   StreamState& st = streams[sid];
   ++ops_done;
-  if (end > last_end) last_end = end;
+  TimeNs& iteration_end = iteration_ends[st.iteration];
+  if (end > iteration_end) iteration_end = end;
   if (!observers.empty()) {
     const OpSpan span = span_of(st, end);
     for (Observer* o : observers) o->on_op_end(span);

@@ -1,6 +1,6 @@
-// The discrete-event simulator: runs one iteration of a Program (all ranks, or
-// one representative per class of identical ranks) on a cost model and tells
-// observers every op's start and end.
+// The discrete-event simulator: runs one or more consecutive iterations of a
+// Program (all ranks, or one representative per class of identical ranks) on a
+// cost model and tells observers every op's start and end.
 //
 // No global state: several Simulators may run in one process. Time is integer
 // nanoseconds; simultaneous events run in (time, sequence) order, where the
@@ -41,13 +41,25 @@ struct SimulationOptions {
   // and starts when it gets one; fixed-duration compute takes no slot.
   // Needs every rank simulated (not with fold).
   int32_t compute_slots = 0;
+  // Consecutive iterations of the program in one run (>= 1). A stream that
+  // finishes iteration k starts iteration k + 1 at once (no barrier beyond the
+  // program's own collectives, transfers and events; docs/engine.md#iterations).
+  int32_t iterations = 1;
+  // The run's random seed (a Monte Carlo sample's, `--seed` / `--samples`).
+  // The engine itself draws nothing from it: it is there for the variability
+  // model (engine::Perturbation), which keys its draws on it.
+  uint64_t seed = 0;
 };
 
 struct SimulationResult {
-  TimeNs end_time;      // the iteration time: last op end over all simulated ranks
+  TimeNs end_time;      // the run's end: last op end over all simulated ranks (one iteration: its time)
   uint64_t events = 0;  // events the engine processed
   std::vector<int32_t> simulated_ranks;
   uint64_t ops = 0;  // ops completed over all simulated ranks (records and waits included)
+  // Per iteration k, the last end of an op of iteration k over all simulated
+  // ranks (non-decreasing; the last is end_time). Iteration k's time is
+  // iteration_ends[k] - iteration_ends[k - 1] (k = 0: iteration_ends[0]).
+  std::vector<TimeNs> iteration_ends;
 };
 
 // One op a deadlocked stream is stuck on.
@@ -85,7 +97,7 @@ class Simulator {
 
   void add_observer(Observer* observer);  // not owned; must outlive run()
 
-  // Runs the iteration once. Throws DeadlockError, or lacuna::Error for
+  // Runs the iteration(s) once. Throws DeadlockError, or lacuna::Error for
   // mismatched communication (collective kinds/bytes, p2p tags).
   SimulationResult run();
 

@@ -41,6 +41,10 @@ struct StreamState {
   uint32_t begin = 0;  // class op range of this stream
   uint32_t cursor = 0;
   uint32_t end = 0;
+  // The iteration the stream is in (0-based, < SimulationOptions::iterations):
+  // at its end the stream wraps to `begin` with iteration + 1. Per-iteration
+  // models (the variability model's draws) key on it.
+  uint32_t iteration = 0;
   uint32_t comm = 0;  // collective instance or mailbox while kBlockedComm
   int32_t prev_op = -1;  // the last finished op, for WaitCause
   StreamStatus status = StreamStatus::kIdle;
@@ -169,6 +173,12 @@ struct Simulator::Impl {
 
   OpSpan span_of(const StreamState& st, TimeNs end) const;
   const FlatOp& current_op(const StreamState& st) const { return classes[ranks[st.rank].cls].ops[st.cursor]; }
+  // The counter value a wait of the stream's iteration needs: its value plus
+  // the event's records of every earlier iteration.
+  int64_t wait_target(const StreamState& st, const FlatOp& wait) const {
+    return wait.value +
+           static_cast<int64_t>(st.iteration) * classes[ranks[st.rank].cls].records_per_event[static_cast<size_t>(wait.slot)];
+  }
 
   const ir::Program& program;
   SimulationOptions options;
@@ -219,7 +229,8 @@ struct Simulator::Impl {
   size_t slot_count = 0;
   RadixEventQueue<EngineEvent> queue;
   TimeNs now;
-  TimeNs last_end;
+  uint32_t last_iteration = 0;          // options.iterations - 1
+  std::vector<TimeNs> iteration_ends;  // SimulationResult::iteration_ends
   uint64_t events = 0;
   uint64_t ops_done = 0;
 };

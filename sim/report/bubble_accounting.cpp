@@ -53,6 +53,8 @@ void BubbleAccounting::on_run_begin(const engine::RunInfo& info) {
   index_of_rank_.assign(static_cast<size_t>(p.ranks_size()), -1);
   accounts_.clear();
   live_.clear();
+  iterations_ = std::max(1, info.iterations);
+  iteration_ends_.assign(static_cast<size_t>(iterations_), TimeNs::zero());
   accounts_.reserve(info.simulated_ranks.size());
   live_.reserve(info.simulated_ranks.size());
 
@@ -103,6 +105,9 @@ void BubbleAccounting::on_op_end(const engine::OpSpan& span) {
   Live& live = live_[static_cast<size_t>(idx)];
   RankAccount& acc = accounts_[static_cast<size_t>(idx)];
   const ir::Op& op = *span.ir;
+  if (span.iteration < iteration_ends_.size() && span.end > iteration_ends_[span.iteration]) {
+    iteration_ends_[span.iteration] = span.end;
+  }
 
   if (op.has_compute() && op.compute().memory_delta_bytes() != 0) {
     live.activations += op.compute().memory_delta_bytes();
@@ -118,6 +123,15 @@ void BubbleAccounting::on_op_end(const engine::OpSpan& span) {
   }
   if (span.stream != live.main_stream) return;
 
+  if (span.iteration != live.iteration) {
+    // The main stream moved on to the next iteration: what stalled since the
+    // last backward was the previous iteration's cool-down, and the new one
+    // warms up again until its first forward.
+    slot(acc, Bubble::kPpCooldown) += live.pending_stall;
+    live.pending_stall = TimeNs::zero();
+    live.seen_forward = false;
+    live.iteration = span.iteration;
+  }
   idle_span(live, acc, live.cursor, span.ready);
   // Until its host issued the op the stream idles for the host, whatever the
   // op; the rest is attributed from `issued` on. Clamped: an observer source

@@ -20,6 +20,13 @@
 //   others are PP other. Idle after the stream's last op until the iteration
 //   end is PP cool-down.
 // So idle = sum of categories and idle + busy = iteration time, exactly (ns).
+//
+// Several iterations (RunInfo::iterations = N > 1, docs/metrics.md#iterations):
+// the rank's timeline over the whole run [0, end of the run] is attributed by
+// the same rules, the warm-up / cool-down split restarting with each iteration
+// of the main stream (stalls before the iteration's first forward are warm-up;
+// stalls after its last backward, up to the next iteration's first op, are
+// cool-down), so idle + busy = the run's end. Summaries divide by N.
 // Separately, encoder compute: the [start, end] of every Compute op with
 // module > 0 on any COMPUTE stream of the rank (multimodal programs).
 //
@@ -105,8 +112,12 @@ class BubbleAccounting : public engine::Observer {
   void on_wait_end(const engine::OpSpan& span, const engine::WaitCause& cause) override;
   void on_run_end(TimeNs end) override;
 
-  // Valid after on_run_end.
+  // Valid after on_run_end. The run's end (one iteration: its time).
   TimeNs iteration_time() const { return end_; }
+  // Iterations of the run, and per iteration the last end of its ops over
+  // every simulated rank (what the engine reports as iteration_ends).
+  int32_t iterations() const { return iterations_; }
+  const std::vector<TimeNs>& iteration_ends() const { return iteration_ends_; }
   // One entry per simulated rank, in RunInfo::simulated_ranks order.
   const std::vector<RankAccount>& ranks() const { return accounts_; }
   // The GPU's HBM (cluster.gpu.hbm_capacity_gib); 0 when unknown (never over).
@@ -119,6 +130,7 @@ class BubbleAccounting : public engine::Observer {
     TimeNs cursor;             // end of the last op seen on the main stream
     TimeNs pending_stall;      // stalls since the last backward op (cool-down if none follows)
     bool seen_forward = false;
+    uint32_t iteration = 0;   // of the main stream's last op seen
     int64_t activations = 0;  // live activation bytes
   };
   void stall(Live& live, RankAccount& acc, TimeNs duration);
@@ -131,6 +143,8 @@ class BubbleAccounting : public engine::Observer {
   Bytes capacity_;
   double fragmentation_ = 0;  // cluster.memory_overheads.allocator_fragmentation
   TimeNs end_;
+  int32_t iterations_ = 1;
+  std::vector<TimeNs> iteration_ends_;
 };
 
 }  // namespace lacuna::report

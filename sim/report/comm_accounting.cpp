@@ -69,6 +69,7 @@ CommAccounting::CommAccounting() = default;
 
 void CommAccounting::on_run_begin(const engine::RunInfo& info) {
   program_ = info.program;
+  iterations_ = std::max(1, info.iterations);
   folded_ = program_ != nullptr && static_cast<int>(info.simulated_ranks.size()) < program_->ranks_size();
   index_of_rank_.assign(program_ != nullptr ? static_cast<size_t>(program_->ranks_size()) : 0, -1);
   for (size_t i = 0; i < info.simulated_ranks.size(); ++i) {
@@ -145,6 +146,7 @@ CommSummary CommAccounting::summary() const {
   s.num_gpus = program_ != nullptr ? program_->ranks_size() : 0;
   for (int slot = 0; slot < kGroups * kOps; ++slot) {
     CommRow row = rows_[static_cast<size_t>(slot)];
+    row.iterations = iterations_;
     if (row.ops == 0) continue;
     row.group = group_name(slot / kOps);
     row.op = op_name(slot % kOps);

@@ -13,6 +13,9 @@
 // its sending rank. Fold mode: only simulated ranks are counted (a
 // representative is not weighted by the ranks it stands for).
 //
+// Several iterations (RunInfo::iterations = N): totals cover the whole run,
+// the per-rank figures are per iteration (divided by N as well).
+//
 // Cost: O(1) per op, no allocation after on_run_begin.
 #pragma once
 
@@ -50,11 +53,13 @@ struct CommRow {
   double timed_bytes = 0;  // their Σ S
   double bus_bytes = 0;    // their Σ S × factor
   double min_busbw = 0;    // bytes/s, lowest per-instance busbw; 0: none
+  int32_t iterations = 1;  // of the run: the totals above cover them all
 
   // Per participating rank and iteration.
-  double ops_per_rank() const { return ranks > 0 ? static_cast<double>(ops) / ranks : 0.0; }
-  double bytes_per_rank() const { return ranks > 0 ? static_cast<double>(bytes) / ranks : 0.0; }
-  double seconds_per_rank() const { return ranks > 0 ? time.seconds() / ranks : 0.0; }
+  double ops_per_rank() const { return ranks > 0 ? static_cast<double>(ops) / per() : 0.0; }
+  double bytes_per_rank() const { return ranks > 0 ? static_cast<double>(bytes) / per() : 0.0; }
+  double seconds_per_rank() const { return ranks > 0 ? time.seconds() / per() : 0.0; }
+  double per() const { return static_cast<double>(ranks) * iterations; }
   // Time-weighted means: Σ S / Σ time and Σ S·factor / Σ time (bytes/s).
   double mean_algbw() const { return timed.count() > 0 ? timed_bytes / timed.seconds() : 0.0; }
   double mean_busbw() const { return timed.count() > 0 ? bus_bytes / timed.seconds() : 0.0; }
@@ -90,6 +95,7 @@ class CommAccounting : public engine::Observer {
 
   const ir::Program* program_ = nullptr;
   bool folded_ = false;
+  int32_t iterations_ = 1;
   std::vector<int32_t> index_of_rank_;  // global rank → simulated index, -1 if not simulated
   std::vector<std::bitset<kGroups * kOps>> seen_;  // per simulated rank: rows it contributed to
   std::array<CommRow, kGroups * kOps> rows_{};

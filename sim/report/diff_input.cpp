@@ -142,6 +142,10 @@ void parse_timeline(const Reader& in, const Json& doc, DiffInput& out) {
   }
   if (!it->is_object()) in.fail("timeline", fmt::format("expected an object, found {}", it->type_name()));
   const Json& tl = *it;
+  if (const auto n = tl.find("iterations"); n != tl.end() && !(n->is_number_integer() && n->get<int64_t>() == 1)) {
+    in.fail("timeline.iterations", fmt::format("a timeline of {} iterations: lacuna diff compares one iteration", n->dump()),
+            "write the prediction with `lacuna simulate --json` without --iterations (or --iterations 1)");
+  }
   const Json& classes = in.array(tl, "classes", "timeline");
   for (size_t i = 0; i < classes.size(); ++i) {
     if (!classes[i].is_string()) in.fail(at("timeline.classes", i), "expected a string");

@@ -74,6 +74,25 @@ Json optimus(const ir::OptimusInfo& o) {
   return j;
 }
 
+Json iterations(const Summary& s) {
+  Json j;
+  j["count"] = s.iterations;
+  j["steady_state_from"] = 1;
+  j["run_time_s"] = secs(s.run_time);
+  j["run_time_ns"] = s.run_time.count();
+  j["rank_window_s"] = secs(s.rank_window);
+  j["rank_window_ns"] = s.rank_window.count();
+  std::vector<double> times_s;
+  std::vector<int64_t> times_ns;
+  for (TimeNs t : s.iteration_times) {
+    times_s.push_back(secs(t));
+    times_ns.push_back(t.count());
+  }
+  j["times_s"] = times_s;
+  j["times_ns"] = times_ns;
+  return j;
+}
+
 std::string top_level_lines(const Json& top, const std::string& tail_key, const std::string& tail) {
   std::string out = "{\n";
   for (auto it = top.begin(); it != top.end(); ++it) {
@@ -194,6 +213,7 @@ std::string summary_json(const Summary& s) {
   }
   top["iteration_time_s"] = secs(s.iteration_time);
   top["iteration_time_ns"] = s.iteration_time.count();
+  if (s.iterations > 1) top["iterations"] = json_util::iterations(s);
   top["tokens_per_iteration"] = info.tokens_per_iteration();
   top["tokens_per_s"] = s.tokens_per_s;
   top["tflops_per_gpu"] = s.tflops_per_gpu;
@@ -225,6 +245,7 @@ std::string summary_json(const Summary& s) {
   if (s.calibration) top["calibration"] = calibration_json(*s.calibration);
   if (s.critical_path) top["critical_path"] = critical_path_json(*s.critical_path);
   if (s.stragglers) top["stragglers"] = stragglers_json(*s.stragglers);
+  if (s.monte_carlo) top["monte_carlo"] = Json::parse(monte_carlo_json(*s.monte_carlo));
 
   std::string ranks = "[";
   for (size_t i = 0; i < s.ranks.size(); ++i) {

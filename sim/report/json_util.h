@@ -30,6 +30,10 @@ Json feasibility(const Summary& s);
 // What the Optimus planner decided (times in s and ns).
 Json optimus(const ir::OptimusInfo& o);
 
+// Several iterations: {count, steady_state_from, run_time_s, run_time_ns,
+// rank_window_s, rank_window_ns, times_s, times_ns}.
+Json iterations(const Summary& s);
+
 // One line per top-level key (then `tail`, already formatted, if any):
 // "{\n \"key\": value,\n ... }\n".
 std::string top_level_lines(const Json& top, const std::string& tail_key = {}, const std::string& tail = {});

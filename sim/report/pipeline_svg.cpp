@@ -270,6 +270,7 @@ PipelineSvg::PipelineSvg(const ir::Program& program, RankSpec spec) : program_(p
 
 void PipelineSvg::on_run_begin(const engine::RunInfo& info) {
   ranks_ = select_simulated_ranks(spec_, program_, info);
+  iterations_ = std::max(1, info.iterations);
   row_of_rank_.assign(static_cast<size_t>(program_.ranks_size()), -1);
   rows_.assign(ranks_.size(), TimelineRow{});
   live_.assign(ranks_.size(), Live{});
@@ -321,7 +322,8 @@ std::string PipelineSvg::render() const {
   const ir::ProgramInfo& info = program_.info();
   TimelineDocument doc;
   const std::string name = info.scenario_name().empty() ? std::string("lacuna") : info.scenario_name();
-  doc.title = fmt::format("{} — iteration {}", name, format_duration(end_));
+  doc.title = iterations_ > 1 ? fmt::format("{} — {} iterations, {}", name, iterations_, format_duration(end_))
+                              : fmt::format("{} — iteration {}", name, format_duration(end_));
   doc.subtitle = fmt::format("{} GPUs · TP {} · CP {} · PP {} · DP {}", program_.ranks_size(), info.tp(), info.cp(),
                              info.pp(), info.dp());
   if (info.virtual_stages() > 1) doc.subtitle += fmt::format(" · v {}", info.virtual_stages());

@@ -95,6 +95,7 @@ class PipelineSvg : public engine::Observer {
   std::vector<TimelineRow> rows_;
   std::vector<Live> live_;
   TimeNs end_;
+  int32_t iterations_ = 1;  // RunInfo::iterations
 };
 
 }  // namespace lacuna::report

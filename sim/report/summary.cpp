@@ -42,6 +42,53 @@ Stats stats_of(const std::vector<RankAccount>& ranks, F value) {
 
 }  // namespace
 
+Throughput throughput(const ir::ProgramInfo& info, int32_t num_gpus, TimeNs iteration) {
+  Throughput out;
+  const double t = iteration.seconds();
+  const double n = static_cast<double>(num_gpus);
+  const double peak = info.peak_flops_per_gpu();
+  if (t > 0 && n > 0) {
+    out.tokens_per_s = static_cast<double>(info.tokens_per_iteration()) / t;
+    const double model_per_gpu = info.model_flops_per_iteration() / (t * n);
+    const double hardware_per_gpu = info.hardware_flops_per_iteration() / (t * n);
+    out.tflops_per_gpu = model_per_gpu / 1e12;
+    if (peak > 0) {
+      out.mfu = model_per_gpu / peak;
+      out.hfu = hardware_per_gpu / peak;
+    }
+  }
+  return out;
+}
+
+std::vector<TimeNs> iteration_times(const std::vector<TimeNs>& ends) {
+  std::vector<TimeNs> out;
+  out.reserve(ends.size());
+  for (size_t k = 0; k < ends.size(); ++k) out.push_back(ends[k] - (k == 0 ? TimeNs(0) : ends[k - 1]));
+  return out;
+}
+
+TimeNs steady_state_mean(const std::vector<TimeNs>& ends) {
+  if (ends.empty()) return TimeNs::zero();
+  if (ends.size() == 1) return ends[0];
+  const int64_t span = (ends.back() - ends.front()).count();
+  const auto n = static_cast<int64_t>(ends.size() - 1);
+  return TimeNs((span + n / 2) / n);
+}
+
+namespace {
+
+// Per-iteration means of a run of `n` iterations, rounded to the ns.
+TimeNs per_iteration(TimeNs total, int32_t n) { return TimeNs((total.count() + n / 2) / n); }
+
+void divide(RankAccount& r, int32_t n) {
+  r.busy = per_iteration(r.busy, n);
+  for (TimeNs& t : r.busy_by_phase) t = per_iteration(t, n);
+  for (TimeNs& t : r.bubbles) t = per_iteration(t, n);
+  r.encoder_compute = per_iteration(r.encoder_compute, n);
+}
+
+}  // namespace
+
 Summary summarize(const ir::Program& program, const BubbleAccounting& accounting, std::string cost_model,
                   bool folded) {
   Summary s;
@@ -51,23 +98,26 @@ Summary summarize(const ir::Program& program, const BubbleAccounting& accounting
   s.num_gpus = program.ranks_size();
   s.folded = folded;
   s.simulated_ranks = static_cast<int32_t>(accounting.ranks().size());
-  s.iteration_time = accounting.iteration_time();
+  s.run_time = accounting.iteration_time();
   s.ranks = accounting.ranks();
   s.memory_capacity = accounting.capacity();
-
-  const double t = s.iteration_time.seconds();
-  const double n = static_cast<double>(s.num_gpus);
-  const double peak = s.info.peak_flops_per_gpu();
-  if (t > 0 && n > 0) {
-    s.tokens_per_s = static_cast<double>(s.info.tokens_per_iteration()) / t;
-    const double model_per_gpu = s.info.model_flops_per_iteration() / (t * n);
-    const double hardware_per_gpu = s.info.hardware_flops_per_iteration() / (t * n);
-    s.tflops_per_gpu = model_per_gpu / 1e12;
-    if (peak > 0) {
-      s.mfu = model_per_gpu / peak;
-      s.hfu = hardware_per_gpu / peak;
-    }
+  s.iterations = accounting.iterations();
+  if (s.iterations > 1) {
+    s.iteration_times = iteration_times(accounting.iteration_ends());
+    s.iteration_time = steady_state_mean(accounting.iteration_ends());
+    s.rank_window = per_iteration(s.run_time, s.iterations);
+    for (RankAccount& r : s.ranks) divide(r, s.iterations);
+  } else {
+    s.iteration_time = s.run_time;
+    s.iteration_times = {s.run_time};
+    s.rank_window = s.run_time;
   }
+
+  const Throughput tp = throughput(s.info, s.num_gpus, s.iteration_time);
+  s.tokens_per_s = tp.tokens_per_s;
+  s.tflops_per_gpu = tp.tflops_per_gpu;
+  s.mfu = tp.mfu;
+  s.hfu = tp.hfu;
 
   for (Bubble b : kAllBubbles) {
     s.bubbles[static_cast<int>(b)] = stats_of(s.ranks, [b](const RankAccount& r) { return r.bubble(b).count(); });

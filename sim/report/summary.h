@@ -15,6 +15,7 @@
 #include "sim/report/critical_path.h"
 #include "sim/report/link_summary.h"
 #include "sim/report/stragglers.h"
+#include "sim/report/monte_carlo.h"
 #include "sim/report/timeline.h"
 
 namespace lacuna::report {
@@ -57,7 +58,19 @@ struct Summary {
   bool folded = false;
   int32_t simulated_ranks = 0;
 
+  // One iteration: its time. Several (--iterations N > 1): the steady-state
+  // mean, over iterations 1..N-1 (docs/metrics.md#iterations); the headline
+  // metrics below are computed from it.
   TimeNs iteration_time;
+  // Several iterations: N, each iteration's time (iteration k: the last end
+  // of its ops minus iteration k - 1's), the run's end, and the time the
+  // per-rank figures (ranks, bubbles, busy) are per: run time / N, since they
+  // are the whole run's divided by N. One iteration: 1, {iteration_time},
+  // iteration_time, iteration_time.
+  int32_t iterations = 1;
+  std::vector<TimeNs> iteration_times;
+  TimeNs run_time;
+  TimeNs rank_window;
   double tokens_per_s = 0;
   double tflops_per_gpu = 0;  // model FLOPs (no recompute) per second per GPU, / 1e12
   double mfu = 0;             // tflops_per_gpu · 1e12 / peak
@@ -87,6 +100,8 @@ struct Summary {
   // The traced ranks' per-op timeline (the JSON `timeline` key, for `lacuna
   // diff`); set by the caller, unset: left out.
   std::optional<Timeline> timeline;
+  // Monte Carlo samples (`--samples K`); set by the caller, unset: left out.
+  std::optional<MonteCarlo> monte_carlo;
 
   // A multimodal program (ProgramInfo.modules non-empty): the reports add the
   // placement, the modules, encoder compute and the boundary / encoder-comm
@@ -96,6 +111,23 @@ struct Summary {
 
 Summary summarize(const ir::Program& program, const BubbleAccounting& accounting, std::string cost_model,
                   bool folded);
+
+// Throughput of `num_gpus` GPUs running the program's iteration in `t`:
+// tokens/s, model TFLOP/s per GPU, MFU, HFU (docs/metrics.md); zeros for t = 0.
+struct Throughput {
+  double tokens_per_s = 0;
+  double tflops_per_gpu = 0;
+  double mfu = 0;
+  double hfu = 0;
+};
+Throughput throughput(const ir::ProgramInfo& info, int32_t num_gpus, TimeNs t);
+
+// Iteration k's time: ends[k] - ends[k - 1] (k = 0: ends[0]).
+std::vector<TimeNs> iteration_times(const std::vector<TimeNs>& ends);
+// The steady-state mean iteration time: of iterations 1..N-1 when N > 1 (the
+// first starts from an idle cluster), the only one when N = 1; rounded to the
+// ns. 0 for no iteration.
+TimeNs steady_state_mean(const std::vector<TimeNs>& ends);
 
 // Exposed for tests: statistics of (value, rank, weight) triples.
 struct Sample {

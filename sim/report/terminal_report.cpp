@@ -117,6 +117,24 @@ std::string coverage_text(const CalibrationCoverage::Row& r, bool brief) {
   return out;
 }
 
+// "1.960 s, 1.957 s, 1.957 s (run 5.874 s)"; beyond 8 iterations the first
+// three, the last two and the range.
+std::string iterations_text(const Summary& s) {
+  const auto& t = s.iteration_times;
+  std::string list;
+  auto add = [&](size_t k) { list += fmt::format("{}{}", list.empty() ? "" : ", ", format_duration(t[k])); };
+  if (t.size() <= 8) {
+    for (size_t k = 0; k < t.size(); ++k) add(k);
+  } else {
+    for (size_t k = 0; k < 3; ++k) add(k);
+    list += ", …";
+    for (size_t k = t.size() - 2; k < t.size(); ++k) add(k);
+    const auto [lo, hi] = std::minmax_element(t.begin() + 1, t.end());
+    list += fmt::format("; iterations 1–{} within {} – {}", t.size() - 1, format_duration(*lo), format_duration(*hi));
+  }
+  return fmt::format("{}: {} (run {})", t.size(), list, format_duration(s.run_time));
+}
+
 void calibration_block(std::string& out, const CalibrationCoverage& c) {
   out += "\n";
   row(out, "calibration", fmt::format("{} on {}; {}", c.profile, c.device, coverage_text(c.total, false)));
@@ -147,19 +165,33 @@ std::string format_summary(const Summary& s, const RunStats& run) {
   row(out, "recompute", fmt::format("{}{}", recompute, i.sequence_parallel() ? ", sequence parallel" : ""));
   if (s.multimodal()) multimodal_block(out, s);
   out += "\n";
-  row(out, "iteration time", format_duration(t));
+  if (s.iterations > 1) {
+    row(out, "iteration time", fmt::format("{} (steady-state mean of iterations 1–{})", format_duration(t),
+                                           s.iterations - 1));
+    row(out, "iterations", iterations_text(s));
+  } else {
+    row(out, "iteration time", format_duration(t));
+  }
   row(out, "throughput", format_si(s.tokens_per_s, "tokens/s"));
   row(out, "model FLOP/s per GPU", fmt::format("{} (peak {})", format_flops_rate(s.tflops_per_gpu * 1e12),
                                                format_flops_rate(i.peak_flops_per_gpu())));
   row(out, "MFU", format_percent(s.mfu));
   row(out, "HFU", format_percent(s.hfu));
+  if (s.monte_carlo) out += format_monte_carlo(*s.monte_carlo);
 
+  // Per-rank figures are per iteration: over several iterations, the run's
+  // divided by N, as fractions of run time / N (docs/metrics.md#iterations).
+  const TimeNs window = s.rank_window > TimeNs::zero() ? s.rank_window : t;
+  if (s.iterations > 1) {
+    out += fmt::format("\n  per iteration, over the run: run time {} / {} = {}\n", format_duration(s.run_time),
+                       s.iterations, format_duration(window));
+  }
   out += fmt::format("\n  compute-stream time per rank {:>14} {:>9} {:>14} {:>9}  {}\n", "median", "% iter",
                      "max", "% iter", "worst rank");
   auto stats_row = [&](std::string_view name, const Stats& st) {
     out += fmt::format("    {:<28} {} {:>9} {} {:>9}  {}\n", name, pad_left(format_duration(TimeNs(st.median)), 14),
-                       format_percent(frac(st.median, t)), pad_left(format_duration(TimeNs(st.max)), 14),
-                       format_percent(frac(st.max, t)), st.worst_rank);
+                       format_percent(frac(st.median, window)), pad_left(format_duration(TimeNs(st.max)), 14),
+                       format_percent(frac(st.max, window)), st.worst_rank);
   };
   stats_row("busy", s.busy);
   for (int p = ir::FORWARD; p <= ir::OPTIMIZER_STEP; ++p) {

@@ -55,6 +55,7 @@ void TimelineRecorder::on_run_begin(const engine::RunInfo& info) {
   const std::vector<int32_t> ranks = select_simulated_ranks(spec_, program_, info);
   slot_of_rank_.assign(static_cast<size_t>(program_.ranks_size()), -1);
   timeline_.ranks.clear();
+  timeline_.iterations = std::max(1, info.iterations);
   for (int32_t r : ranks) {
     slot_of_rank_[static_cast<size_t>(r)] = static_cast<int32_t>(timeline_.ranks.size());
     TimelineRank tr;
@@ -93,6 +94,7 @@ void TimelineRecorder::on_op_end(const engine::OpSpan& span) {
   t.ready_ns = span.ready.count();
   t.start_ns = span.start.count();
   t.end_ns = span.end.count();
+  t.iteration = static_cast<int32_t>(span.iteration);
   timeline_.ranks[static_cast<size_t>(slot)].streams[static_cast<size_t>(span.stream)].ops.push_back(t);
 }
 
@@ -113,15 +115,19 @@ void TimelineRecorder::on_run_end(TimeNs /*end*/) {
     for (TimelineStream& s : r.streams) {
       for (TimelineOp& o : s.ops) o.class_index = remap[static_cast<size_t>(o.class_index)];
       std::stable_sort(s.ops.begin(), s.ops.end(),
-                       [](const TimelineOp& a, const TimelineOp& b) { return a.op < b.op; });
+                       [](const TimelineOp& a, const TimelineOp& b) {
+                         return a.iteration != b.iteration ? a.iteration < b.iteration : a.op < b.op;
+                       });
     }
   }
 }
 
 std::string timeline_json(const Timeline& timeline) {
   using Json = nlohmann::ordered_json;
-  std::string out = "{\"selection\":" + Json(timeline.selection).dump() + ",\"classes\":" +
-                    Json(timeline.classes).dump() + ",\"ranks\":[";
+  const bool several = timeline.iterations > 1;
+  std::string out = "{\"selection\":" + Json(timeline.selection).dump() +
+                    (several ? ",\"iterations\":" + std::to_string(timeline.iterations) : std::string()) +
+                    ",\"classes\":" + Json(timeline.classes).dump() + ",\"ranks\":[";
   for (size_t i = 0; i < timeline.ranks.size(); ++i) {
     const TimelineRank& r = timeline.ranks[i];
     out += i == 0 ? "\n  " : ",\n  ";
@@ -140,6 +146,7 @@ std::string timeline_json(const Timeline& timeline) {
           out += std::to_string(v);
           out += ',';
         }
+        if (several) out += std::to_string(o.iteration) + ',';
         out.back() = ']';
       }
       out += "]}";

@@ -25,6 +25,7 @@ struct TimelineOp {
   int64_t ready_ns = 0;
   int64_t start_ns = 0;
   int64_t end_ns = 0;
+  int32_t iteration = 0;  // several iterations (--iterations N): the op's
 };
 
 struct TimelineStream {
@@ -42,6 +43,7 @@ struct TimelineRank {
 
 struct Timeline {
   std::string selection;             // the --trace-ranks text
+  int32_t iterations = 1;            // RunInfo::iterations
   std::vector<std::string> classes;  // op-class keys, first-seen order
   std::vector<TimelineRank> ranks;   // display order (select_ranks)
 };
@@ -76,7 +78,9 @@ class TimelineRecorder : public engine::Observer {
 
 // The `timeline` value: {"selection":...,"classes":[...],"ranks":[ one line
 // per rank ]}, each op as [op, class, phase, microbatch, module, ready_ns,
-// start_ns, end_ns].
+// start_ns, end_ns]. A run of several iterations adds "iterations": N after
+// "selection" and the op's iteration as a ninth element, ops ordered by
+// (iteration, op).
 std::string timeline_json(const Timeline& timeline);
 
 }  // namespace lacuna::report

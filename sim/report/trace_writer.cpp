@@ -83,6 +83,7 @@ void TraceWriter::emit(std::string_view event) {
 }
 
 void TraceWriter::on_run_begin(const engine::RunInfo& info) {
+  iterations_ = std::max(1, info.iterations);
   traced_ = select_simulated_ranks(spec_, program_, info);
   slot_of_rank_.assign(static_cast<size_t>(program_.ranks_size()), -1);
   memory_.assign(traced_.size(), 0);
@@ -151,6 +152,7 @@ void TraceWriter::on_op_end(const engine::OpSpan& span) {
     fmt::format_to(out, ",\"mb\":{},\"chunk\":{}", op.microbatch(), op.chunk());
   }
   if (op.layer() >= 0) fmt::format_to(out, ",\"layer\":{}", op.layer());
+  if (iterations_ > 1) fmt::format_to(out, ",\"iter\":{}", span.iteration);
   if (op.module() > 0) fmt::format_to(out, ",\"module\":{}", json_quoted(module_name(program_, op.module())));
   if (op.has_compute()) {
     fmt::format_to(out, ",\"flops\":{},\"bytes\":{}", op.compute().flops(), op.compute().bytes());
@@ -207,9 +209,12 @@ void TraceWriter::on_transfer(const engine::OpSpan& send, const engine::OpSpan& 
 void TraceWriter::on_run_end(TimeNs end) {
   link_counters_.finish();
   if (epilogue_) epilogue_(traced_, [this](std::string_view event) { emit(event); });
+  // Several iterations: the end is the run's, and the count is given.
+  const std::string iterations = iterations_ > 1 ? fmt::format(",\"iterations\":{}", iterations_) : std::string();
   fmt::print(file_.handle(),
-             "\n],\"otherData\":{{\"scenario\":{},\"iteration_time_ns\":{},\"traced_ranks\":{},\"rank_selection\":{}}}}}\n",
-             json_quoted(program_.info().scenario_name()), end.count(), traced_.size(), json_quoted(spec_.text));
+             "\n],\"otherData\":{{\"scenario\":{},\"{}\":{}{},\"traced_ranks\":{},\"rank_selection\":{}}}}}\n",
+             json_quoted(program_.info().scenario_name()), iterations_ > 1 ? "run_time_ns" : "iteration_time_ns",
+             end.count(), iterations, traced_.size(), json_quoted(spec_.text));
   finished_ = true;
 }
 

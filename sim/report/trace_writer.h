@@ -67,6 +67,7 @@ class TraceWriter : public engine::Observer {
   std::vector<std::string> slot_names_;  // group slot names, JSON-escaped
   LinkCounterTrace link_counters_;
   Epilogue epilogue_;
+  int32_t iterations_ = 1;  // RunInfo::iterations
   uint64_t next_flow_ = 1;
   bool first_event_ = true;
   bool finished_ = false;

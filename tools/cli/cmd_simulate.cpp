@@ -1,5 +1,6 @@
-// `lacuna simulate INPUT`: one iteration, the summary table, and (after the
-// run succeeded) the trace, the SVG and optionally the JSON summary.
+// `lacuna simulate INPUT`: one iteration (or --iterations N), the summary
+// table, and (after the run succeeded) the trace, the SVG and optionally the
+// JSON summary; --samples K adds Monte Carlo statistics (sampling_option.h).
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -21,6 +22,7 @@
 #include "tools/cli/load_input.h"
 #include "tools/cli/network_option.h"
 #include "tools/cli/run_outputs.h"
+#include "tools/cli/sampling_option.h"
 #include "tools/cli/scale_down_option.h"
 
 namespace lacuna::cli {
@@ -37,6 +39,7 @@ struct SimulateOptions {
   int64_t scale_down = 1;
   bool strict_memory = false;
   CriticalPathOptions critical_path;
+  SamplingOptions sampling;
 };
 
 int run_simulate(const SimulateOptions& o) {
@@ -54,7 +57,9 @@ int run_simulate(const SimulateOptions& o) {
   CriticalPathOutputs critical(program, o.critical_path);
 
   NetworkSetup network(program, o.network);
-  engine::Simulator sim(program, cost, network.apply(engine::SimulationOptions{.fold = o.fold, .compute_slots = o.compute_slots}));
+  const engine::SimulationOptions base{
+      .fold = o.fold, .compute_slots = o.compute_slots, .iterations = o.sampling.iterations, .seed = o.sampling.seed};
+  engine::Simulator sim(program, cost, network.apply(base));
   report::BubbleAccounting accounting;
   sim.add_observer(&accounting);
   report::CommAccounting comm;
@@ -65,7 +70,19 @@ int run_simulate(const SimulateOptions& o) {
   if (outputs.trace() != nullptr) network.add_link_observer(outputs.trace()->link_observer());
 
   const auto t0 = std::chrono::steady_clock::now();
-  const engine::SimulationResult result = sim.run();
+  engine::SimulationResult result;
+  uint64_t events = 0;
+  const auto observed = [&] {
+    result = sim.run();
+    events += result.events;
+    return report::SampleOutcome{o.sampling.seed, result.iteration_ends};
+  };
+  std::optional<report::MonteCarlo> monte_carlo;
+  if (o.sampling.samples > 0) {
+    monte_carlo = run_monte_carlo(program, cost, o.network, base, o.sampling, observed, events);
+  } else {
+    observed();
+  }
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
   report::Summary summary = report::summarize(program, accounting, network.describe(cost), o.fold);
@@ -76,11 +93,11 @@ int run_simulate(const SimulateOptions& o) {
   summary.calibration = std::move(coverage);
   critical.finish(summary, report::select_ranks(outputs.spec(), program), cost, [&](const cost::CostModel& scaled) {
     NetworkSetup again(program, o.network);
-    return engine::Simulator(program, scaled,
-                             again.apply(engine::SimulationOptions{.fold = o.fold, .compute_slots = o.compute_slots}))
+    return engine::Simulator(program, scaled, again.apply(base))
         .run()
         .end_time;
   });
+  summary.monte_carlo = std::move(monte_carlo);
   // A rank over HBM is not a valid result (docs/memory-model.md#feasibility):
   // the warning goes before and after the table and to stderr; with
   // --strict-memory the run fails and, like every failed run, writes no file.
@@ -93,7 +110,7 @@ int run_simulate(const SimulateOptions& o) {
 
   report::RunStats stats;
   stats.wall_seconds = wall;
-  stats.events = result.events;
+  stats.events = events;
   if (!warning.empty()) fmt::print(stderr, "{}", warning);
   fmt::print("{}{}{}", warning.empty() ? "" : warning + "\n", report::format_summary(summary, stats),
              warning.empty() ? "" : "\n" + warning);
@@ -112,7 +129,7 @@ int run_simulate(const SimulateOptions& o) {
 
 void add_simulate_command(CLI::App& app, Action& action) {
   auto o = std::make_shared<SimulateOptions>();
-  CLI::App* sub = app.add_subcommand("simulate", "Simulate one training iteration and report time, MFU and bubbles");
+  CLI::App* sub = app.add_subcommand("simulate", "Simulate training iterations and report time, MFU and bubbles");
   sub->add_option("INPUT", o->input, "scenario (.pbtxt, .textproto, .json) or program from `lacuna compile` (.pb)")
       ->required();
   sub->add_flag("--fold", o->fold, "simulate one representative per class of identical ranks");
@@ -125,6 +142,7 @@ void add_simulate_command(CLI::App& app, Action& action) {
   add_scale_down_option(sub, o->scale_down);
   sub->add_flag("--strict-memory", o->strict_memory,
                 "fail (exit 4, no output files) when any rank's peak memory exceeds the GPU's HBM capacity");
+  add_sampling_options(sub, o->sampling);
   add_output_options(sub, o->outputs, "");
   add_critical_path_options(sub, o->critical_path);
   sub->callback([o, &action] { action = [o] { return run_simulate(*o); }; });
