@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "sim/core/error.h"
 #include "sim/engine/simulator.h"
 #include "sim/report/bubble_accounting.h"
 #include "sim/report/comm_accounting.h"
@@ -43,6 +44,13 @@ struct SimulateOptions {
 };
 
 int run_simulate(const SimulateOptions& o) {
+  // The executed op graph and the straggler tallies describe one iteration
+  // (docs/critical-path.md); several iterations would mix their paths.
+  if (o.critical_path.any() && o.sampling.iterations > 1) {
+    throw Error(SourceLocation{"--iterations", 0, 0, {}},
+                "--critical-path, --sensitivity, --stragglers and --heatmap analyse one iteration",
+                "drop --iterations (with --samples K they analyse sample 0)");
+  }
   // The cost model compiles (plans) and times the program: calibrated with
   // --calibration, else the lazily built analytic model.
   const SimulationInput input = load_simulation_input(o.input, o.calibration, o.scale_down);
