@@ -18,6 +18,7 @@
 #include "sim/cost/cost_model.h"
 #include "sim/engine/communication_model.h"
 #include "sim/engine/observer.h"
+#include "sim/engine/perturbation.h"
 #include "sim/proto/program.pb.h"
 
 namespace lacuna::engine {
@@ -41,6 +42,12 @@ struct SimulationOptions {
   // and starts when it gets one; fixed-duration compute takes no slot.
   // Needs every rank simulated (not with fold).
   int32_t compute_slots = 0;
+  // Variability (docs/variability.md): per-rank speed, per-op compute noise
+  // and host delays. Not owned; must outlive run(). Null: the ideal cluster,
+  // at no cost to the event loop. With fold, a representative takes the
+  // largest rank_compute_factor of the ranks it stands for (the slowest
+  // member sets its class's pace); per-op hooks need every rank simulated.
+  const Perturbation* perturbation = nullptr;
 };
 
 struct SimulationResult {

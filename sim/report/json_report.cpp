@@ -222,6 +222,16 @@ std::string summary_json(const Summary& s) {
   if (s.comm) top["comm"] = comm_json(*s.comm);
   if (s.links) top["links"] = links_json(*s.links);
   if (s.calibration) top["calibration"] = calibration_json(*s.calibration);
+  if (s.variability) {
+    Json v;
+    v["seed"] = s.variability->seed;
+    v["sources"] = s.variability->sources;
+    v["straggler_hosts"] = s.variability->straggler_hosts;
+    v["slowest_rank"] = s.variability->slowest_rank;
+    v["slowest_compute_factor"] = s.variability->slowest_factor;
+    v["link_flaps"] = s.variability->link_flaps;
+    top["variability"] = std::move(v);
+  }
 
   std::string ranks = "[";
   for (size_t i = 0; i < s.ranks.size(); ++i) {

@@ -21,6 +21,7 @@
 #include "tools/cli/network_option.h"
 #include "tools/cli/run_outputs.h"
 #include "tools/cli/scale_down_option.h"
+#include "tools/cli/variability_option.h"
 
 namespace lacuna::cli {
 
@@ -35,12 +36,13 @@ struct SimulateOptions {
   CalibrationOption calibration;
   int64_t scale_down = 1;
   bool strict_memory = false;
+  scenario::ScenarioEdits edits;  // what-ifs: --ideal --seed --straggler --slow-link --set
 };
 
 int run_simulate(const SimulateOptions& o) {
   // The cost model compiles (plans) and times the program: calibrated with
   // --calibration, else the lazily built analytic model.
-  const SimulationInput input = load_simulation_input(o.input, o.calibration, o.scale_down);
+  const SimulationInput input = load_simulation_input(o.input, o.calibration, o.scale_down, o.edits);
   const ir::Program& program = input.program;
   const cost::CostModel& cost = *input.cost;
   // Coverage walks the program's kernels before the run: a kernel class the
@@ -50,8 +52,13 @@ int run_simulate(const SimulateOptions& o) {
   const std::string stem = file_stem_for(program.info().scenario_name(), o.input);
   RunOutputs outputs(program, o.outputs, stem, "");
 
-  NetworkSetup network(program, o.network);
-  engine::Simulator sim(program, cost, network.apply(engine::SimulationOptions{.fold = o.fold, .compute_slots = o.compute_slots}));
+  // Variability (docs/variability.md): per-rank speed and per-op draws as
+  // the engine's perturbation, links in the flow network.
+  const auto perturbation = make_perturbation(program, o.fold);
+  NetworkSetup network(program, o.network, /*with_variability=*/true);
+  engine::Simulator sim(program, cost,
+                        network.apply(engine::SimulationOptions{
+                            .fold = o.fold, .compute_slots = o.compute_slots, .perturbation = perturbation.get()}));
   report::BubbleAccounting accounting;
   sim.add_observer(&accounting);
   report::CommAccounting comm;
@@ -69,6 +76,8 @@ int run_simulate(const SimulateOptions& o) {
                       ? report::summarize_links(network.flow()->links(), network.flow()->link_stats(result.end_time))
                       : report::analytic_links();
   summary.calibration = std::move(coverage);
+  summary.variability = variability_summary(program, perturbation.get(),
+                                            network.flow() != nullptr ? network.flow()->flaps_started() : 0);
   // A rank over HBM is not a valid result (docs/memory-model.md#feasibility):
   // the warning goes before and after the table and to stderr; with
   // --strict-memory the run fails and, like every failed run, writes no file.
@@ -110,6 +119,7 @@ void add_simulate_command(CLI::App& app, Action& action) {
   sub->add_flag("--strict-memory", o->strict_memory,
                 "fail (exit 4, no output files) when any rank's peak memory exceeds the GPU's HBM capacity");
   add_output_options(sub, o->outputs, "");
+  add_variability_options(sub, o->edits);
   sub->callback([o, &action] { action = [o] { return run_simulate(*o); }; });
 }
 
