@@ -107,9 +107,9 @@ const Bad kBad[] = {
     {"slow_link_port", "variability {\n  slow_links {\n    node: 0 index: 1 bandwidth_factor: 0.5\n  }\n}\n",
      "variability.slow_links[0].port", "is not set", "slow_links {"},
     {"slow_link_nic", "variability {\n  slow_links {\n    node: 0 port: PORT_NIC index: 8 bandwidth_factor: 0.5\n  }\n}\n",
-     "variability.slow_links[0].index", "NIC 8 does not exist (8 per node)", "slow_links {"},
+     "variability.slow_links[0].index", "NIC 8 does not exist (8 per node)", "port: PORT_NIC index: 8"},
     {"slow_link_factor", "variability {\n  slow_links {\n    node: 0 port: PORT_NVLINK index: 1 bandwidth_factor: 0\n  }\n}\n",
-     "variability.slow_links[0].bandwidth_factor", "must be in (0, 1]", "slow_links {"},
+     "variability.slow_links[0].bandwidth_factor", "must be in (0, 1]", "port: PORT_NVLINK index: 1"},
     {"flap_factor", "variability {\n  link_flaps {\n    bandwidth_factor: 1\n  }\n}\n",
      "variability.link_flaps.bandwidth_factor", "must be in [0, 1)", "bandwidth_factor"},
     {"pause_interval", "variability {\n  host_pauses {\n    interval_iterations: -3\n  }\n}\n",
@@ -222,9 +222,17 @@ INSTANTIATE_TEST_SUITE_P(All, BadEdits, ::testing::ValuesIn(kBadEdits), [](const
 // A rule the edit breaks elsewhere in the scenario: located in the file, and
 // the message says which flags were in force.
 TEST(ScenarioEdits, ARuleBrokenElsewhereNamesTheFlagsInForce) {
-  const Error e = error_of(read_source(kSmall), set("parallel.dp=4"));
+  // micro_batch 3 is fine on its own; the file's global_batch (32) is then
+  // not a multiple of micro_batch × dp = 6: reported at the file's line, with
+  // the flag in force.
+  const Error e = error_of(read_source(kSmall), set("training.micro_batch=3"));
   EXPECT_EQ(e.where().file, "s.pbtxt") << e.what();
-  EXPECT_THAT(e.problem(), HasSubstr("(with --set parallel.dp=4)")) << e.what();
+  EXPECT_EQ(e.where().field, "training.global_batch") << e.what();
+  EXPECT_THAT(e.problem(), HasSubstr("(with --set training.micro_batch=3)")) << e.what();
+  // A rule broken at the edited field itself is reported at the flag.
+  const Error at_flag = error_of(read_source(kSmall), set("parallel.dp=4"));
+  EXPECT_EQ(at_flag.where().file, "--set parallel.dp=4") << at_flag.what();
+  EXPECT_THAT(at_flag.problem(), HasSubstr("tp×cp×pp×dp = 16")) << at_flag.what();
 }
 
 TEST(ScenarioEdits, IdealSeedStragglersAndLinks) {
