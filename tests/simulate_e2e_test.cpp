@@ -3,6 +3,9 @@
 
 #include <filesystem>
 #include <fstream>
+#include <string>
+#include <utility>
+#include <vector>
 #include <nlohmann/json.hpp>
 
 #include "sim/proto/program.pb.h"
@@ -122,6 +125,40 @@ TEST(SimulateE2E, SameInputsGiveByteIdenticalOutputs) {
 // Multi-node traffic through NICs and switch trunks: the flow-level network's
 // outputs (link counters in the trace, busiest links, per-collective bus
 // bandwidth) are deterministic, and the summary says which network ran.
+// Variability off gives the ideal cluster's outputs byte for byte: --ideal
+// equals the run whose only default source (GPU speed spread) is turned off by
+// hand, where the program carries no variability and the engine no
+// perturbation; the default, variable run differs, so the comparison can fail.
+TEST(SimulateE2E, IdealOutputsAreByteIdenticalToTheRunWithoutVariability) {
+  TempDir ideal("ideal-a"), off("ideal-b"), variable("ideal-c");
+  const std::vector<std::pair<const TempDir*, std::string>> runs = {
+      {&ideal, "--ideal"}, {&off, "--set variability.gpu_speed_cv=0"}, {&variable, ""}};
+  for (const auto& [d, flags] : runs) {
+    const auto r = run_lacuna("simulate " + kSmall + " --json " + (*d / "s.json") + " --trace " +
+                              (*d / "s.trace.json") + " --svg " + (*d / "s.svg") + " " + flags);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+  }
+  for (const char* f : {"s.json", "s.trace.json", "s.svg"}) {
+    EXPECT_EQ(read_file(ideal / f), read_file(off / f)) << f << " differs between --ideal and no variability";
+  }
+  const auto ideal_json = nlohmann::json::parse(read_file(ideal / "s.json"));
+  const auto variable_json = nlohmann::json::parse(read_file(variable / "s.json"));
+  EXPECT_FALSE(ideal_json.contains("variability"));
+  EXPECT_TRUE(variable_json.contains("variability"));
+  EXPECT_NE(read_file(ideal / "s.json"), read_file(variable / "s.json"));
+}
+
+// Fold takes per-rank variability (a class at its slowest member's pace) and
+// refuses per-op sources with a message naming --fold and the source.
+TEST(SimulateE2E, FoldRefusesPerOpVariabilityNamingFold) {
+  const auto r = run_lacuna("simulate " + kSmall + " --fold --no-trace --no-svg --set 'variability.kernel_noise[DEFAULT].cv=0.02'");
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("--fold"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("kernel noise"), std::string::npos) << r.output;
+  const auto full = run_lacuna("simulate " + kSmall + " --no-trace --no-svg --set 'variability.kernel_noise[DEFAULT].cv=0.02'");
+  EXPECT_EQ(full.exit_code, 0) << full.output;
+}
+
 TEST(SimulateE2E, FlowNetworkOutputsAreByteIdenticalAndLabelled) {
   const std::string multi_node = source_path("scenarios/llm/llama2-70b-1024-zbh1.pbtxt");
   TempDir a("flow-a"), b("flow-b");
@@ -167,30 +204,41 @@ TEST(SimulateE2E, CompiledProgramSimulatesLikeTheScenario) {
 
 TEST(SimulateE2E, FoldedSmallScenarioMatchesFullRank) {
   TempDir dir("fold-small");
-  const auto full = simulate_json(kSmall, "--no-trace --no-svg", dir, "full.json");
-  const auto fold = simulate_json(kSmall, "--fold --no-trace --no-svg", dir, "fold.json");
+  // On the ideal cluster (--ideal): every rank of a class identical.
+  const auto full = simulate_json(kSmall, "--ideal --no-trace --no-svg", dir, "full.json");
+  const auto fold = simulate_json(kSmall, "--ideal --fold --no-trace --no-svg", dir, "fold.json");
   EXPECT_EQ(full["iteration_time_s"], fold["iteration_time_s"]);
   EXPECT_LT(fold["ranks"].size(), full["ranks"].size());
 }
 
 TEST(SimulateE2E, Gpt3On3072GpusFoldedMatchesFullRank) {
   TempDir dir("gpt3");
-  const auto fold = simulate_json(kGpt3, "--fold --no-trace --no-svg --network analytic", dir, "fold.json");
+  // On the ideal cluster (--ideal); fold under variability at the end.
+  const auto fold = simulate_json(kGpt3, "--ideal --fold --no-trace --no-svg --network analytic", dir, "fold.json");
   EXPECT_EQ(fold["num_gpus"].get<int>(), 3072);
   if (kSanitized) GTEST_SKIP() << "full-rank 3,072-GPU run skipped under sanitizers (too slow); fold checked";
   // Without contention, folding is exact.
-  const auto full = simulate_json(kGpt3, "--no-trace --no-svg --network analytic", dir, "full.json");
+  const auto full = simulate_json(kGpt3, "--ideal --no-trace --no-svg --network analytic", dir, "full.json");
   EXPECT_EQ(full["iteration_time_s"], fold["iteration_time_s"]);
   EXPECT_EQ(full["ranks"].size(), 3072u);
   // With the flow-level network a folded run leaves out the traffic of the
   // ranks it does not simulate (docs/network.md), so it is close, not equal;
   // and contention never makes the iteration faster than the analytic one.
-  const auto flow_fold = simulate_json(kGpt3, "--fold --no-trace --no-svg", dir, "flow-fold.json");
-  const auto flow_full = simulate_json(kGpt3, "--no-trace --no-svg", dir, "flow-full.json");
+  const auto flow_fold = simulate_json(kGpt3, "--ideal --fold --no-trace --no-svg", dir, "flow-fold.json");
+  const auto flow_full = simulate_json(kGpt3, "--ideal --no-trace --no-svg", dir, "flow-full.json");
   const double ff = flow_fold["iteration_time_s"].get<double>();
   const double fu = flow_full["iteration_time_s"].get<double>();
   EXPECT_NEAR(ff, fu, 0.005 * fu);
   EXPECT_GE(fu, full["iteration_time_s"].get<double>());
+  // Under the preset's variability (per-GPU speed) the folded run moves each
+  // class at its slowest member's pace: within 1 % of the full-rank run
+  // (docs/variability.md#fold), and slower than the ideal cluster.
+  const auto var_fold = simulate_json(kGpt3, "--fold --no-trace --no-svg --network analytic", dir, "var-fold.json");
+  const auto var_full = simulate_json(kGpt3, "--no-trace --no-svg --network analytic", dir, "var-full.json");
+  const double vf = var_fold["iteration_time_s"].get<double>();
+  const double vu = var_full["iteration_time_s"].get<double>();
+  EXPECT_NEAR(vf, vu, 0.01 * vu);
+  EXPECT_GT(vu, full["iteration_time_s"].get<double>());
 }
 
 TEST(SimulateE2E, InvalidScenarioNamesFileLineAndFieldAndWritesNothing) {

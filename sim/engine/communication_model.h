@@ -46,6 +46,16 @@ class CommunicationModel {
   // update of a token replaces the earlier one. The span stays valid until the
   // next call on the model.
   virtual std::span<const CompletionUpdate> take_updates() = 0;
+
+  // Timed changes that no operation causes (a link going down or coming back,
+  // docs/variability.md#links): a model that has them says so once
+  // (uses_wakeups, asked when the engine is built), the engine asks
+  // next_wakeup() after reset() and after every call, and calls wakeup(now)
+  // at that time while any stream still has ops; its updates are taken as
+  // after any call. TimeNs::max(): none pending.
+  virtual bool uses_wakeups() const { return false; }
+  virtual TimeNs next_wakeup() const { return TimeNs::max(); }
+  virtual void wakeup(TimeNs /*now*/) {}
 };
 
 }  // namespace lacuna::engine

@@ -21,6 +21,10 @@ struct FlatOp {
   // byte beside `kind`, so ops without host costs cost one test.
   bool has_host = false;
   bool host_sync = false;  // Op.host_sync: the host first waits for the stream
+  // kPerturb* bits (perturbation.h): set by the simulator when its
+  // Perturbation may vary this op; kPerturbHost also sets has_host. Took a
+  // padding byte.
+  uint8_t perturb = 0;
   ir::CollectiveKind collective = ir::COLLECTIVE_UNSPECIFIED;
   // Group slot (collective), peer slot (send/recv) or event (record/wait).
   int32_t slot = 0;

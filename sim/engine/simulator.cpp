@@ -48,8 +48,8 @@ EngineEvent event_of(uint64_t token) {
 }  // namespace
 
 Simulator::Impl::Impl(const ir::Program& p, const cost::CostModel& cost, SimulationOptions o)
-    : program(p), options(o), comm_model(o.communication), slowdown(o.compute_slowdown_under_comm),
-      comm_costs(cost) {
+    : program(p), options(o), comm_model(o.communication), perturbation(o.perturbation),
+      slowdown(o.compute_slowdown_under_comm), comm_costs(cost) {
   validate_program(p);
   if (!(slowdown >= 0) || !std::isfinite(slowdown)) {
     throw Error("compute_slowdown_under_comm must be a non-negative number, got " + std::to_string(slowdown));
@@ -146,6 +146,8 @@ Simulator::Impl::Impl(const ir::Program& p, const cost::CostModel& cost, Simulat
   for (size_t c = 0; c < classes.size(); ++c) {
     if (flattened[c]) classes[c].collective_ns.assign(static_cast<size_t>(classes[c].num_collectives) * shapes.size(), -1);
   }
+  if (perturbation != nullptr) apply_perturbation(p, flattened);
+  comm_wakeups = comm_model != nullptr && comm_model->uses_wakeups();
 }
 
 void Simulator::Impl::reset() {
@@ -188,7 +190,11 @@ void Simulator::Impl::reset() {
   events = 0;
   ops_done = 0;
   for (SimRank& r : ranks) r.comm_in_flight = 0;
+  live_streams = streams.size();
+  wakeup_at = TimeNs::max();
+  wakeup_event = EventId{};
   if (comm_model != nullptr) comm_model->reset();
+  if (comm_wakeups) sync_comm_wakeup();
 }
 
 SimulationResult Simulator::Impl::run() {
@@ -222,6 +228,9 @@ SimulationResult Simulator::Impl::run() {
         break;
       case EngineEvent::kHostIssued:
         advance(ev.payload.index);  // issue_on_host() resumes the op
+        break;
+      case EngineEvent::kCommWakeup:
+        comm_wakeup();
         break;
     }
     if (!worklist.empty()) drain_worklist();
@@ -326,6 +335,7 @@ void Simulator::Impl::advance(uint32_t sid) {
     }
   }
   st.status = StreamStatus::kDone;
+  --live_streams;
 }
 
 bool Simulator::Impl::issue_on_host(uint32_t sid, const FlatOp& op) {
@@ -345,6 +355,7 @@ bool Simulator::Impl::issue_on_host(uint32_t sid, const FlatOp& op) {
                 std::to_string(op.host_ns) + " at host time " + std::to_string(from.count()) + " ns)");
   }
   host = from + TimeNs(op.host_ns);
+  if ((op.perturb & kPerturbHost) != 0) delay_on_host(sid, host);
   if (host <= now) return true;  // the host ran ahead: issued before the stream got here
   st.status = StreamStatus::kBlockedHost;
   host_reached[sid] = now;
@@ -358,7 +369,7 @@ void Simulator::Impl::start_compute(uint32_t sid) {
   const FlatOp& op = classes[rk.cls].ops[st.cursor];
   st.status = StreamStatus::kRunning;
   st.start = now;
-  const TimeNs work = scaled_compute(rk, op.value);
+  const TimeNs work = (op.perturb & kPerturbCompute) != 0 ? perturbed_compute(st, rk, op) : scaled_compute(rk, op.value);
   if (slowdown == 0) {
     schedule_completion(work, EngineEvent{EngineEvent::kOpDone, sid});
     return;
@@ -650,6 +661,30 @@ void Simulator::Impl::apply_comm_updates() {
     queue.cancel(*completion);
     *completion = schedule_completion(u.at - now, ev);
   }
+  if (comm_wakeups) sync_comm_wakeup();
+}
+
+void Simulator::Impl::sync_comm_wakeup() {
+  const TimeNs at = comm_model->next_wakeup();
+  if (at == wakeup_at) return;
+  if (at < now) {
+    throw Error("communication model '" + std::string(comm_model->name()) + "' asked for a wakeup at t = " +
+                std::to_string(at.count()) + " ns, before the current time " + std::to_string(now.count()) + " ns");
+  }
+  queue.cancel(wakeup_event);
+  wakeup_at = at;
+  wakeup_event = at == TimeNs::max() ? EventId{} : queue.schedule(at, EngineEvent{EngineEvent::kCommWakeup, 0});
+}
+
+void Simulator::Impl::comm_wakeup() {
+  wakeup_at = TimeNs::max();
+  wakeup_event = EventId{};
+  // Once every stream is done nothing can be affected; and with nothing else
+  // pending no operation is in flight for a change of links to release: the
+  // streams left are deadlocked, which the end of run() reports.
+  if (live_streams == 0 || queue.empty()) return;
+  comm_model->wakeup(now);
+  apply_comm_updates();
 }
 
 TimeNs Simulator::Impl::interfered_duration(double work_ns, bool slowed) const {

@@ -18,6 +18,7 @@
 #include "sim/cost/cost_model.h"
 #include "sim/engine/communication_model.h"
 #include "sim/engine/observer.h"
+#include "sim/engine/perturbation.h"
 #include "sim/proto/program.pb.h"
 
 namespace lacuna::engine {
@@ -49,6 +50,12 @@ struct SimulationOptions {
   // The engine itself draws nothing from it: it is there for the variability
   // model (engine::Perturbation), which keys its draws on it.
   uint64_t seed = 0;
+  // Variability (docs/variability.md): per-rank speed, per-op compute noise
+  // and host delays. Not owned; must outlive run(). Null: the ideal cluster,
+  // at no cost to the event loop. With fold, a representative takes the
+  // largest rank_compute_factor of the ranks it stands for (the slowest
+  // member sets its class's pace); per-op hooks need every rank simulated.
+  const Perturbation* perturbation = nullptr;
 };
 
 struct SimulationResult {

@@ -20,7 +20,7 @@ namespace lacuna::engine {
 
 // What a queued event completes.
 struct EngineEvent {
-  enum Kind : uint32_t { kOpDone, kCollectiveDone, kTransferDone, kHostIssued };
+  enum Kind : uint32_t { kOpDone, kCollectiveDone, kTransferDone, kHostIssued, kCommWakeup };
   Kind kind = kOpDone;
   uint32_t index = 0;  // stream (kOpDone, kHostIssued), collective instance, transfer
 };
@@ -43,7 +43,7 @@ struct StreamState {
   uint32_t end = 0;
   // The iteration the stream is in (0-based, < SimulationOptions::iterations):
   // at its end the stream wraps to `begin` with iteration + 1. Per-iteration
-  // models (the variability model's draws) key on it.
+  // models (the variability model's Perturbation draws) key on it.
   uint32_t iteration = 0;
   uint32_t comm = 0;  // collective instance or mailbox while kBlockedComm
   int32_t prev_op = -1;  // the last finished op, for WaitCause
@@ -141,6 +141,13 @@ struct Simulator::Impl {
   void finish_op(uint32_t stream, TimeNs end, const WaitCause* cause);
   void wake_waiters(uint32_t rank, int32_t event, int64_t count, const WaitCause& cause);
   TimeNs scaled_compute(const SimRank& rank, int64_t base_ns) const;
+  // Variability hooks (SimulationOptions::perturbation), only for ops whose
+  // FlatOp::perturb says so.
+  TimeNs perturbed_compute(const StreamState& st, const SimRank& rank, const FlatOp& op) const;
+  void apply_perturbation(const ir::Program& program, const std::vector<bool>& flattened);
+  // Adds the perturbation's host delays of the stream's current op to its
+  // host clock `host` (the op's issue time so far).
+  void delay_on_host(uint32_t stream, TimeNs& host) const;
   EventId schedule_completion(TimeNs duration, EngineEvent event);
 
   // Communication seam: begin_* runs when every participant arrived and
@@ -152,8 +159,11 @@ struct Simulator::Impl {
   void begin_transfer(uint32_t send, uint32_t recv);
   void complete_transfer(uint32_t transfer);
   uint32_t new_instance(int32_t group, uint64_t seq);
-  // CommunicationModel: (re)schedule completions it decided.
+  // CommunicationModel: (re)schedule completions it decided, and its next
+  // wakeup (CommunicationModel::next_wakeup).
   void apply_comm_updates();
+  void sync_comm_wakeup();
+  void comm_wakeup();
   // Interference: a rank's in-flight communication count changes by `delta`.
   void comm_started_or_ended(uint32_t rank, int delta);
   TimeNs interfered_duration(double work_ns, bool slowed) const;
@@ -183,6 +193,7 @@ struct Simulator::Impl {
   const ir::Program& program;
   SimulationOptions options;
   CommunicationModel* comm_model = nullptr;  // options.communication
+  const Perturbation* perturbation = nullptr;  // options.perturbation
   double slowdown = 0;                       // options.compute_slowdown_under_comm
   std::vector<Observer*> observers;
   SimulatedSet simulated;
@@ -231,6 +242,12 @@ struct Simulator::Impl {
   TimeNs now;
   uint32_t last_iteration = 0;          // options.iterations - 1
   std::vector<TimeNs> iteration_ends;  // SimulationResult::iteration_ends
+  TimeNs last_end;
+  size_t live_streams = 0;  // streams not kDone
+  // The model's pending wakeup (comm_wakeups only).
+  bool comm_wakeups = false;
+  TimeNs wakeup_at = TimeNs::max();
+  EventId wakeup_event;
   uint64_t events = 0;
   uint64_t ops_done = 0;
 };

@@ -8,17 +8,30 @@
 #include "sim/network/collective_flows.h"
 #include "sim/network/flat_map.h"
 #include "sim/network/link_ledger.h"
+#include "sim/network/link_variation.h"
 #include "sim/network/network_presets.h"
 #include "sim/network/topology.h"
 
 namespace lacuna::network {
 namespace {
 
-std::vector<double> capacities(const Topology& t) {
+// Link capacities, slow links' factors applied.
+std::vector<double> capacities(const Topology& t, const LinkVariation* variation) {
   std::vector<double> out;
   out.reserve(t.num_links());
   for (const LinkInfo& l : t.links()) out.push_back(l.capacity_bytes_per_s);
+  if (variation != nullptr) {
+    for (size_t i = 0; i < out.size(); ++i) out[i] *= variation->static_factor()[i];
+  }
   return out;
+}
+
+std::unique_ptr<LinkVariation> variation_of(const Topology& t, const scenario::Variability* v) {
+  if (v == nullptr || !(v->slow_links_size() > 0 || (v->link_flaps().flaps_per_port_per_hour() > 0 &&
+                                                      v->link_flaps().duration_s() > 0))) {
+    return nullptr;
+  }
+  return std::make_unique<LinkVariation>(t, *v);
 }
 
 }  // namespace
@@ -32,12 +45,13 @@ struct FlowCommModel::Impl {
     TimeNs latency;  // added after the fluid part
   };
 
-  explicit Impl(const ir::Program& p)
+  Impl(const ir::Program& p, const scenario::Variability* v)
       : network(resolve_network(p.cluster())),
         topology(p.cluster(), network),
+        variation(variation_of(topology, v)),
         plan(p, topology, network),
-        fluid(capacities(topology), topology.binding_flags()),
-        ledger(capacities(topology)),
+        fluid(capacities(topology, variation.get()), topology.binding_flags()),
+        ledger(capacities(topology, variation.get())),
         load_mark(topology.num_links(), 0) {
     description = "flow-level network: max-min fair links (NVLink, NICs, " + std::to_string(network.tiers_size()) +
                   (network.tiers_size() == 1 ? " switch tier" : " switch tiers") +
@@ -117,6 +131,7 @@ struct FlowCommModel::Impl {
 
   scenario::NetworkSpec network;
   Topology topology;
+  std::unique_ptr<LinkVariation> variation;  // null: every link as built
   CollectiveFlows plan;
   FluidNetwork fluid;
   LinkLedger ledger;
@@ -137,7 +152,9 @@ struct FlowCommModel::Impl {
   uint32_t load_epoch = 1;
 };
 
-FlowCommModel::FlowCommModel(const ir::Program& program) : impl_(std::make_unique<Impl>(program)) {}
+FlowCommModel::FlowCommModel(const ir::Program& program) : impl_(std::make_unique<Impl>(program, nullptr)) {}
+FlowCommModel::FlowCommModel(const ir::Program& program, const scenario::Variability* variability)
+    : impl_(std::make_unique<Impl>(program, variability)) {}
 FlowCommModel::~FlowCommModel() = default;
 
 std::string_view FlowCommModel::name() const { return impl_->description; }
@@ -156,6 +173,36 @@ void FlowCommModel::reset() {
   ++m.load_epoch;
   m.announced = false;
   m.announce_links();
+  if (m.variation != nullptr && m.variation->flaps()) {
+    // Links a flap left changed in the last run come back to their own
+    // capacity before the flap process restarts.
+    const auto& factor = m.variation->static_factor();
+    for (size_t l = 0; l < m.topology.num_links(); ++l) {
+      const double cap = m.topology.links()[l].capacity_bytes_per_s * factor[l];
+      if (m.fluid.capacity(static_cast<LinkId>(l)) != cap) m.fluid.set_capacity(TimeNs::zero(), static_cast<LinkId>(l), cap);
+    }
+    m.variation->reset();
+  }
+}
+
+bool FlowCommModel::uses_wakeups() const { return impl_->variation != nullptr && impl_->variation->flaps(); }
+
+TimeNs FlowCommModel::next_wakeup() const {
+  return uses_wakeups() ? impl_->variation->next_change() : TimeNs::max();
+}
+
+void FlowCommModel::wakeup(TimeNs now) {
+  Impl& m = *impl_;
+  if (m.variation == nullptr) return;
+  m.before_call(now);
+  m.variation->advance(now, [&](LinkId link, double factor) {
+    m.fluid.set_capacity(now, link, m.topology.links()[link].capacity_bytes_per_s * factor);
+    m.after_fluid_change(now);
+  });
+}
+
+uint64_t FlowCommModel::flaps_started() const {
+  return impl_->variation != nullptr ? impl_->variation->flaps_started() : 0;
 }
 
 void FlowCommModel::begin_collective(TimeNs now, uint64_t token, int32_t group, ir::CollectiveKind kind,

@@ -25,6 +25,9 @@ class FlowCommModel : public engine::CommunicationModel {
   // field for a bad or inconsistent network description. `program` must
   // outlive the model.
   explicit FlowCommModel(const ir::Program& program);
+  // With slow and flapping links (docs/variability.md#links) from a resolved,
+  // validated variability section; null or none set: as above. Not kept.
+  FlowCommModel(const ir::Program& program, const scenario::Variability* variability);
   ~FlowCommModel() override;
 
   std::string_view name() const override;
@@ -33,6 +36,9 @@ class FlowCommModel : public engine::CommunicationModel {
   void begin_transfer(TimeNs now, uint64_t token, int32_t src_rank, int32_t dst_rank, int64_t bytes) override;
   void end(TimeNs now, uint64_t token) override;
   std::span<const engine::CompletionUpdate> take_updates() override;
+  bool uses_wakeups() const override;
+  TimeNs next_wakeup() const override;
+  void wakeup(TimeNs now) override;
 
   void add_link_observer(LinkObserver* observer);  // not owned
   const std::vector<LinkInfo>& links() const;
@@ -46,6 +52,8 @@ class FlowCommModel : public engine::CommunicationModel {
   const scenario::NetworkSpec& network() const;
   // What the fluid solver did in the current run (for benchmarks and reports).
   const FluidNetwork::Counters& solver_counters() const;
+  // Link flaps begun in the current run (0 without flaps).
+  uint64_t flaps_started() const;
 
  private:
   struct Impl;

@@ -112,8 +112,26 @@ void FluidNetwork::set_rate(TimeNs now, Flow& f, double rate) {
   }
   add_load(f, rate - f.rate);
   f.rate = rate;
+  if (!(rate > 0)) {  // a link at capacity 0 (down): stalled until it returns
+    f.finish = f.remaining > 0 ? now + TimeNs(static_cast<int64_t>(kMaxNs)) : now;
+    return;
+  }
   const double ns = std::ceil(f.remaining / rate * 1e9);
   f.finish = now + TimeNs(static_cast<int64_t>(std::min(ns, kMaxNs)));
+}
+
+void FluidNetwork::set_capacity(TimeNs now, LinkId link, double capacity) {
+  begin_call();
+  Link& l = links_[link];
+  l.capacity = capacity;
+  if (!l.binding) {
+    // Its members were never tracked (it could not constrain): rebuilding
+    // them would need every flow; callers only change binding links.
+    return;
+  }
+  if (l.members.empty()) return;
+  const Usage seed{link, 1.0};
+  solve_from(now, std::span<const Usage>(&seed, 1));
 }
 
 FlowId FluidNetwork::add(TimeNs now, double work, std::span<const Usage> usage) {

@@ -50,8 +50,16 @@ class FluidNetwork {
   // re-solves what it leaves behind. Its id may be reused afterwards.
   void remove(TimeNs now, FlowId id);
 
-  // Activities whose predicted finish changed in the last add/remove (the
-  // added one included), in the order the re-solve reached them.
+  // A link's capacity changes (a slow or flapping link,
+  // docs/variability.md#links): its component is re-solved like after an add
+  // or remove. 0 stalls the activities that need the link (their finish is
+  // far in the future until the capacity comes back). Only binding links
+  // (NVLink, NICs, oversubscribed trunks) may change.
+  void set_capacity(TimeNs now, LinkId link, double capacity);
+
+  // Activities whose predicted finish changed in the last add, remove or
+  // set_capacity (an added one included), in the order the re-solve reached
+  // them.
   std::span<const FlowId> rescheduled() const { return rescheduled_; }
   // Links whose load changed in the last add/remove (each once).
   std::span<const LinkId> changed_links() const { return changed_links_; }

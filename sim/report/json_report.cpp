@@ -246,6 +246,16 @@ std::string summary_json(const Summary& s) {
   if (s.critical_path) top["critical_path"] = critical_path_json(*s.critical_path);
   if (s.stragglers) top["stragglers"] = stragglers_json(*s.stragglers);
   if (s.monte_carlo) top["monte_carlo"] = Json::parse(monte_carlo_json(*s.monte_carlo));
+  if (s.variability) {
+    Json v;
+    v["seed"] = s.variability->seed;
+    v["sources"] = s.variability->sources;
+    v["straggler_hosts"] = s.variability->straggler_hosts;
+    v["slowest_rank"] = s.variability->slowest_rank;
+    v["slowest_compute_factor"] = s.variability->slowest_factor;
+    v["link_flaps"] = s.variability->link_flaps;
+    top["variability"] = std::move(v);
+  }
 
   std::string ranks = "[";
   for (size_t i = 0; i < s.ranks.size(); ++i) {

@@ -50,6 +50,17 @@ struct CalibrationCoverage {
   std::vector<Row> classes;  // in OpClass order
 };
 
+// What variability the run had (docs/variability.md), set by the caller; the
+// reports leave the section out when unset (the ideal cluster).
+struct VariabilitySummary {
+  int64_t seed = 0;
+  std::vector<std::string> sources;  // one line per source that was on
+  int32_t straggler_hosts = 0;       // drawn or listed
+  int32_t slowest_rank = 0;          // largest per-rank compute factor
+  double slowest_factor = 1.0;
+  uint64_t link_flaps = 0;           // begun during the run
+};
+
 struct Summary {
   std::string scenario_name;
   std::string cost_model;
@@ -102,6 +113,7 @@ struct Summary {
   std::optional<Timeline> timeline;
   // Monte Carlo samples (`--samples K`); set by the caller, unset: left out.
   std::optional<MonteCarlo> monte_carlo;
+  std::optional<VariabilitySummary> variability;
 
   // A multimodal program (ProgramInfo.modules non-empty): the reports add the
   // placement, the modules, encoder compute and the boundary / encoder-comm

@@ -141,6 +141,12 @@ void calibration_block(std::string& out, const CalibrationCoverage& c) {
   for (const auto& r : c.classes) out += fmt::format("    {:<{}} {}\n", r.op_class, kLabel - 2, coverage_text(r, true));
 }
 
+void variability_block(std::string& out, const VariabilitySummary& v) {
+  out += "\n";
+  for (size_t i = 0; i < v.sources.size(); ++i) row(out, i == 0 ? "variability" : "", v.sources[i]);
+  if (v.link_flaps > 0) row(out, "", fmt::format("{} link flap{} began during the run", v.link_flaps, v.link_flaps == 1 ? "" : "s"));
+}
+
 }  // namespace
 
 std::string format_summary(const Summary& s, const RunStats& run) {
@@ -225,6 +231,7 @@ std::string format_summary(const Summary& s, const RunStats& run) {
   if (s.calibration) calibration_block(out, *s.calibration);
   if (s.critical_path) out += format_critical_path(*s.critical_path);
   if (s.stragglers) out += format_stragglers(*s.stragglers);
+  if (s.variability) variability_block(out, *s.variability);
 
   out += "\n";
   row(out, "cost model", s.cost_model);

@@ -103,6 +103,9 @@ void validate_training(const Scenario& spec, const Checker& c);
 void validate_cluster(const Scenario& spec, const Checker& c);
 void validate_parallel(const Scenario& spec, const Checker& c);
 void validate_consistency(const Scenario& spec, const Checker& c);
+// The variability section (validate_variability.cpp), its preset defaults
+// resolved; after the cluster (node and link indices).
+void validate_variability(const Scenario& spec, const Checker& c);
 // Multimodal fields (validate_mllm.cpp): encoders, data mix, encoder layouts
 // and rank sets, placement. Runs before validate_consistency.
 void validate_multimodal(const Scenario& spec, const Checker& c);

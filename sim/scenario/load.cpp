@@ -1,9 +1,11 @@
 #include <filesystem>
 #include <fstream>
 
+#include "sim/scenario/edits.h"
 #include "sim/scenario/parse.h"
 #include "sim/scenario/resolve.h"
 #include "sim/scenario/scale_down.h"
+#include "sim/scenario/variability.h"
 
 namespace lacuna::scenario {
 
@@ -63,7 +65,7 @@ void check_factor(int64_t factor) {
 }  // namespace
 
 LoadedScenario parse_scenario(std::string_view text, Format format, const std::string& display_name,
-                              int64_t scale_down) {
+                              int64_t scale_down, const ScenarioEdits& edits) {
   check_factor(scale_down);
   LoadedScenario out;
   out.path = display_name;
@@ -74,14 +76,25 @@ LoadedScenario parse_scenario(std::string_view text, Format format, const std::s
   check_utf8(text, out.locations);
   Scenario raw = format == Format::kJson ? parse_json_format(text, out.locations)
                                          : parse_text_format(text, out.locations);
-  out.spec = raw;
-  *out.spec.mutable_cluster() = resolve_cluster(raw.cluster(), out.locations);
-  validate_scenario(out.spec, out.locations);
-  if (scale_down > 1) apply_scale_down(out, scale_down);
+  if (!edits.empty()) apply_edits(raw, edits, out.locations);
+  try {
+    out.spec = raw;
+    *out.spec.mutable_cluster() = resolve_cluster(raw.cluster(), out.locations);
+    *out.spec.mutable_variability() = resolve_variability(raw.variability(), raw.cluster().preset());
+    validate_scenario(out.spec, out.locations);
+    if (scale_down > 1) apply_scale_down(out, scale_down);
+  } catch (const Error& e) {
+    // A rule the edited scenario breaks at a field of the file: say which
+    // flags were in force.
+    if (out.locations.flags().empty() || out.locations.from_flag(e.where())) throw;
+    std::string flags;
+    for (const std::string& f : out.locations.flags()) flags += (flags.empty() ? "" : ", ") + f;
+    throw Error(e.where(), e.problem() + " (with " + flags + ")", e.fix());
+  }
   return out;
 }
 
-LoadedScenario load_scenario(const std::string& path, int64_t scale_down) {
+LoadedScenario load_scenario(const std::string& path, int64_t scale_down, const ScenarioEdits& edits) {
   check_factor(scale_down);
   namespace fs = std::filesystem;
   const SourceLocation where{path, 0, 0, {}};
@@ -101,7 +114,16 @@ LoadedScenario load_scenario(const std::string& path, int64_t scale_down) {
   in.read(text.data(), static_cast<std::streamsize>(size));
   if (in.gcount() != static_cast<std::streamsize>(size))
     throw Error(where, "cannot read the file", "check the file's permissions");
-  return parse_scenario(text, has_json_extension(path) ? Format::kJson : Format::kText, path, scale_down);
+  return parse_scenario(text, has_json_extension(path) ? Format::kJson : Format::kText, path, scale_down, edits);
+}
+
+LoadedScenario load_scenario(const std::string& path, int64_t scale_down) {
+  return load_scenario(path, scale_down, ScenarioEdits{});
+}
+
+LoadedScenario parse_scenario(std::string_view text, Format format, const std::string& display_name,
+                              int64_t scale_down) {
+  return parse_scenario(text, format, display_name, scale_down, ScenarioEdits{});
 }
 
 }  // namespace lacuna::scenario

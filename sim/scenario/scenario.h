@@ -19,6 +19,13 @@ namespace lacuna::scenario {
 class SourceMap {
  public:
   void add(const std::string& field_path, int line, int column);
+  // The field was set (or replaced) by a command-line flag, not the file:
+  // locate() names `flag` (e.g. "--set parallel.dp=64") for it and for every
+  // field inside it.
+  void set_origin(const std::string& field_path, const std::string& flag);
+  // Whether a located field came from a flag (set_origin), and every flag given.
+  bool from_flag(const SourceLocation& where) const;
+  const std::vector<std::string>& flags() const { return flags_; }
   // The location of `field_path`, or of its nearest ancestor that appears in the
   // file (a missing field is reported where its parent message is); file-only
   // location when nothing matches.
@@ -29,6 +36,8 @@ class SourceMap {
  private:
   std::string file_;
   std::map<std::string, std::pair<int, int>> where_;
+  std::map<std::string, std::string> origin_;  // field path → flag
+  std::vector<std::string> flags_;
 };
 
 enum class Format { kText, kJson };
@@ -47,14 +56,24 @@ struct LoadedScenario {
 // `scale_down` > 1 first validates the file as written, then divides its
 // hidden sizes and sequence lengths (scale_down.h) and validates again; an
 // error of that second pass starts "after --scale-down N: ".
+// `edits` (edits.h: --set, --ideal, --seed, --straggler, --slow-link) apply
+// to the file as parsed, before presets and validation.
+struct ScenarioEdits;
 LoadedScenario load_scenario(const std::string& path, int64_t scale_down = 1);
+LoadedScenario load_scenario(const std::string& path, int64_t scale_down, const ScenarioEdits& edits);
 LoadedScenario parse_scenario(std::string_view text, Format format, const std::string& display_name,
                               int64_t scale_down = 1);
+LoadedScenario parse_scenario(std::string_view text, Format format, const std::string& display_name,
+                              int64_t scale_down, const ScenarioEdits& edits);
 
 // The built-in hardware presets by name ("a100-80gb-sxm", "h100-sxm",
 // "h200-sxm"); throws lacuna::Error for an unknown name.
 const Cluster& hardware_preset(const std::string& name);
 std::vector<std::string> hardware_preset_names();
+
+// The variability defaults of a hardware preset (docs/variability.md; every
+// figure's source in presets.cpp); empty name: nothing (every source off).
+Variability variability_preset(const std::string& hardware_preset_name);
 
 // Peak FLOP/s of the GPU at a precision (throws if the preset lacks it).
 double peak_flops_per_s(const GpuSpec& gpu, Precision precision);

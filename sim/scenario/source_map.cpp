@@ -29,9 +29,27 @@ void SourceMap::add(const std::string& field_path, int line, int column) {
   where_.emplace(field_path, std::make_pair(line, column));
 }
 
+void SourceMap::set_origin(const std::string& field_path, const std::string& flag) {
+  // The last flag wins: it is the one that left the value there.
+  origin_[field_path] = flag;
+  flags_.push_back(flag);
+}
+
+bool SourceMap::from_flag(const SourceLocation& where) const {
+  if (where.line != 0) return false;
+  for (const std::string& f : flags_) {
+    if (where.file == f) return true;
+  }
+  return false;
+}
+
 SourceLocation SourceMap::locate(const std::string& field_path) const {
   SourceLocation loc{file_, 0, 0, field_path};
   for (std::string p = field_path; !p.empty(); p = parent_path(p)) {
+    if (auto it = origin_.find(p); it != origin_.end()) {
+      loc.file = it->second;
+      return loc;
+    }
     if (auto it = where_.find(p); it != where_.end()) {
       loc.line = it->second.first;
       loc.column = it->second.second;

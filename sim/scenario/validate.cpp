@@ -20,6 +20,7 @@ void validate_scenario(const Scenario& spec, const SourceMap& locations) {
   Scenario resolved = spec;
   *resolved.mutable_execution() = resolve_execution(spec, locations);
   validate_execution(resolved, c);
+  validate_variability(spec, c);
 }
 
 }  // namespace lacuna::scenario

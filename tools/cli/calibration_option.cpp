@@ -26,18 +26,19 @@ std::unique_ptr<cost::CostModel> make_cost_model(const CalibrationOption& option
 }
 
 SimulationInput load_simulation_input(const std::string& input, const CalibrationOption& option,
-                                      int64_t scale_down) {
+                                      int64_t scale_down, const scenario::ScenarioEdits& edits) {
   SimulationInput in;
   if (!option.enabled() || is_program_file(input)) {
-    in.program = load_program_input(input, nullptr, scale_down);
+    in.program = load_program_input(input, nullptr, scale_down, edits);
     in.cost = make_cost_model(option, in.program.cluster(), in.program.info().precision(),
                               in.program.info().scenario_file());
     return in;
   }
   // The profile is checked before compiling, and planning uses it too.
-  const scenario::LoadedScenario loaded = scenario::load_scenario(input, scale_down);
+  const scenario::LoadedScenario loaded = scenario::load_scenario(input, scale_down, edits);
   in.cost = make_cost_model(option, loaded.spec.cluster(), loaded.spec.training().precision(), input);
   in.program = placement::compile(loaded, *in.cost);
+  attach_variability(in.program, loaded);
   return in;
 }
 

@@ -14,6 +14,7 @@
 #include "sim/cost/cost_model.h"
 #include "sim/proto/program.pb.h"
 #include "sim/report/summary.h"
+#include "sim/scenario/edits.h"
 #include "sim/scenario/scenario.h"
 
 namespace lacuna::cli {
@@ -48,8 +49,9 @@ struct SimulationInput {
 };
 // `scale_down`: --scale-down N, as in load_program_input (a .pb input with
 // N > 1 is an error).
+// `edits`: the what-if flags (sim/scenario/edits.h).
 SimulationInput load_simulation_input(const std::string& input, const CalibrationOption& option,
-                                      int64_t scale_down = 1);
+                                      int64_t scale_down = 1, const scenario::ScenarioEdits& edits = {});
 
 // The coverage section of the summary: how the program's kernels were found
 // in the profile. Throws the kernel table's error for a class the profile

@@ -16,6 +16,7 @@
 #include "sim/report/names.h"
 #include "sim/scenario/scenario.h"
 #include "tools/cli/commands.h"
+#include "tools/cli/load_input.h"
 #include "tools/cli/scale_down_option.h"
 
 namespace lacuna::cli {
@@ -62,7 +63,11 @@ bool serialize_deterministically(const ir::Program& program, std::string* out) {
 }
 
 int run_compile(const CompileOptions& o) {
-  const ir::Program program = placement::compile(scenario::load_scenario(o.scenario, o.scale_down));
+  const scenario::LoadedScenario loaded = scenario::load_scenario(o.scenario, o.scale_down);
+  ir::Program program = placement::compile(loaded);
+  // The resolved variability travels with the program (docs/variability.md),
+  // so that `simulate FILE.pb` runs the cluster the scenario describes.
+  attach_variability(program, loaded);
   std::string bytes;
   if (o.text) {
     if (!google::protobuf::TextFormat::PrintToString(program, &bytes)) {

@@ -25,6 +25,7 @@
 #include "tools/cli/run_outputs.h"
 #include "tools/cli/sampling_option.h"
 #include "tools/cli/scale_down_option.h"
+#include "tools/cli/variability_option.h"
 
 namespace lacuna::cli {
 
@@ -41,6 +42,7 @@ struct SimulateOptions {
   bool strict_memory = false;
   CriticalPathOptions critical_path;
   SamplingOptions sampling;
+  scenario::ScenarioEdits edits;  // what-ifs: --ideal --seed --straggler --slow-link --set
 };
 
 int run_simulate(const SimulateOptions& o) {
@@ -53,7 +55,7 @@ int run_simulate(const SimulateOptions& o) {
   }
   // The cost model compiles (plans) and times the program: calibrated with
   // --calibration, else the lazily built analytic model.
-  const SimulationInput input = load_simulation_input(o.input, o.calibration, o.scale_down);
+  const SimulationInput input = load_simulation_input(o.input, o.calibration, o.scale_down, o.edits);
   const ir::Program& program = input.program;
   const cost::CostModel& cost = *input.cost;
   // Coverage walks the program's kernels before the run: a kernel class the
@@ -64,9 +66,21 @@ int run_simulate(const SimulateOptions& o) {
   RunOutputs outputs(program, o.outputs, stem, "");
   CriticalPathOutputs critical(program, o.critical_path);
 
-  NetworkSetup network(program, o.network);
-  const engine::SimulationOptions base{
-      .fold = o.fold, .compute_slots = o.compute_slots, .iterations = o.sampling.iterations, .seed = o.sampling.seed};
+  // Variability (docs/variability.md): per-rank speed and per-op draws as
+  // the engine's perturbation, links in the flow network. The run's seed is
+  // the variability's (the scenario's, or --seed); Monte Carlo sample i
+  // re-draws with seed S + i.
+  const uint64_t seed =
+      o.edits.seed >= 0 ? static_cast<uint64_t>(o.edits.seed) : static_cast<uint64_t>(program.variability().seed());
+  SamplingOptions sampling = o.sampling;
+  sampling.seed = seed;
+  const auto perturbation = make_perturbation(program, o.fold);
+  NetworkSetup network(program, o.network, /*with_variability=*/true);
+  const engine::SimulationOptions base{.fold = o.fold,
+                                       .compute_slots = o.compute_slots,
+                                       .iterations = o.sampling.iterations,
+                                       .seed = seed,
+                                       .perturbation = perturbation.get()};
   engine::Simulator sim(program, cost, network.apply(base));
   report::BubbleAccounting accounting;
   sim.add_observer(&accounting);
@@ -83,11 +97,11 @@ int run_simulate(const SimulateOptions& o) {
   const auto observed = [&] {
     result = sim.run();
     events += result.events;
-    return report::SampleOutcome{o.sampling.seed, result.iteration_ends};
+    return report::SampleOutcome{seed, result.iteration_ends};
   };
   std::optional<report::MonteCarlo> monte_carlo;
-  if (o.sampling.samples > 0) {
-    monte_carlo = run_monte_carlo(program, cost, o.network, base, o.sampling, observed, events);
+  if (sampling.samples > 0) {
+    monte_carlo = run_monte_carlo(program, cost, o.network, base, sampling, observed, events);
   } else {
     observed();
   }
@@ -99,13 +113,15 @@ int run_simulate(const SimulateOptions& o) {
                       ? report::summarize_links(network.flow()->links(), network.flow()->link_stats(result.end_time))
                       : report::analytic_links();
   summary.calibration = std::move(coverage);
+  // The sensitivity re-runs keep the run's draws (same perturbation, same
+  // link variation): only the cost model changes.
   critical.finish(summary, report::select_ranks(outputs.spec(), program), cost, [&](const cost::CostModel& scaled) {
-    NetworkSetup again(program, o.network);
-    return engine::Simulator(program, scaled, again.apply(base))
-        .run()
-        .end_time;
+    NetworkSetup again(program, o.network, /*with_variability=*/true);
+    return engine::Simulator(program, scaled, again.apply(base)).run().end_time;
   });
   summary.monte_carlo = std::move(monte_carlo);
+  summary.variability = variability_summary(program, perturbation.get(),
+                                            network.flow() != nullptr ? network.flow()->flaps_started() : 0);
   // A rank over HBM is not a valid result (docs/memory-model.md#feasibility):
   // the warning goes before and after the table and to stderr; with
   // --strict-memory the run fails and, like every failed run, writes no file.
@@ -153,6 +169,7 @@ void add_simulate_command(CLI::App& app, Action& action) {
   add_sampling_options(sub, o->sampling);
   add_output_options(sub, o->outputs, "");
   add_critical_path_options(sub, o->critical_path);
+  add_variability_options(sub, o->edits);
   sub->callback([o, &action] { action = [o] { return run_simulate(*o); }; });
 }
 

@@ -8,6 +8,7 @@
 #include "sim/engine/simulator.h"
 #include "sim/placement/compile.h"
 #include "sim/scenario/scenario.h"
+#include "sim/scenario/variability.h"
 
 namespace lacuna::cli {
 
@@ -24,6 +25,11 @@ void reject_scale_down_of_program(const std::string& path, int64_t scale_down) {
 }
 
 ir::Program load_program_input(const std::string& path, const cost::CostModel* planning_cost, int64_t scale_down) {
+  return load_program_input(path, planning_cost, scale_down, scenario::ScenarioEdits{});
+}
+
+ir::Program load_program_input(const std::string& path, const cost::CostModel* planning_cost, int64_t scale_down,
+                               const scenario::ScenarioEdits& edits) {
   if (is_program_file(path)) {
     reject_scale_down_of_program(path, scale_down);
     std::ifstream in(path, std::ios::binary);
@@ -36,12 +42,36 @@ ir::Program load_program_input(const std::string& path, const cost::CostModel* p
                   "write one with `lacuna compile SCENARIO -o FILE.pb`, or pass the scenario itself");
     }
     engine::validate_program(program, path);
+    scenario::SourceMap locations;
+    locations.set_file(path);
+    scenario::Variability v = program.variability();
+    if (!edits.empty()) {
+      scenario::apply_variability_edits(v, edits, locations);
+      v = scenario::resolve_variability(v, program.cluster().preset());
+    }
+    scenario::validate_variability_section(v, program.cluster(), locations);
+    if (scenario::any_variability(v)) {
+      *program.mutable_variability() = v;
+    } else {
+      program.clear_variability();
+    }
     return program;
   }
   // LLM-only scenarios compile exactly as before (compiler::compile); a
   // multimodal one in its own placement (placement.kind).
-  const scenario::LoadedScenario loaded = scenario::load_scenario(path, scale_down);
-  return planning_cost != nullptr ? placement::compile(loaded, *planning_cost) : placement::compile(loaded);
+  const scenario::LoadedScenario loaded = scenario::load_scenario(path, scale_down, edits);
+  ir::Program program =
+      planning_cost != nullptr ? placement::compile(loaded, *planning_cost) : placement::compile(loaded);
+  attach_variability(program, loaded);
+  return program;
+}
+
+void attach_variability(ir::Program& program, const scenario::LoadedScenario& loaded) {
+  if (scenario::any_variability(loaded.spec.variability())) {
+    *program.mutable_variability() = loaded.spec.variability();
+  } else {
+    program.clear_variability();
+  }
 }
 
 std::string file_stem_for(const std::string& scenario_name, const std::string& input_path) {

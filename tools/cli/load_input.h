@@ -7,6 +7,8 @@
 
 #include "sim/cost/cost_model.h"
 #include "sim/proto/program.pb.h"
+#include "sim/scenario/edits.h"
+#include "sim/scenario/scenario.h"
 
 namespace lacuna::cli {
 
@@ -21,8 +23,21 @@ namespace lacuna::cli {
 // `scale_down` (--scale-down N) divides the scenario's hidden sizes and
 // sequence lengths by N before validation and compilation; a .pb program with
 // N > 1 is an error (scale the scenario when compiling it instead).
+//
+// `edits` (--set, --ideal, --seed, --straggler, --slow-link) apply to the
+// scenario before presets and validation; a .pb program takes only the
+// variability flags, on the variability it was compiled with. The program
+// carries the resolved variability (ir::Program.variability; empty when
+// every source is off).
 ir::Program load_program_input(const std::string& path, const cost::CostModel* planning_cost = nullptr,
                                int64_t scale_down = 1);
+ir::Program load_program_input(const std::string& path, const cost::CostModel* planning_cost, int64_t scale_down,
+                               const scenario::ScenarioEdits& edits);
+
+// Sets program.variability from the loaded scenario's resolved section (or
+// clears it when every source is off): a compiled scenario carries what its
+// simulation perturbs.
+void attach_variability(ir::Program& program, const scenario::LoadedScenario& loaded);
 
 // The error for --scale-down N > 1 given with a compiled program (.pb) input:
 // a program's sizes are fixed when it is compiled. No-op for N ≤ 1.

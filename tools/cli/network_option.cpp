@@ -2,7 +2,9 @@
 
 #include <map>
 
+#include "sim/core/error.h"
 #include "sim/network/network_presets.h"
+#include "sim/scenario/variability.h"
 
 namespace lacuna::cli {
 
@@ -16,9 +18,9 @@ void add_network_option(CLI::App* sub, NetworkMode& mode) {
 
 // ---------------------------------------------------------------- LazyFlowCommModel
 
-network::FlowCommModel& LazyFlowCommModel::model() {
+network::FlowCommModel& LazyFlowCommModel::model() const {
   if (!model_) {
-    auto built = std::make_unique<network::FlowCommModel>(program_);
+    auto built = std::make_unique<network::FlowCommModel>(program_, variability_);
     for (network::LinkObserver* o : observers_) built->add_link_observer(o);
     model_ = std::move(built);
   }
@@ -47,6 +49,16 @@ void LazyFlowCommModel::end(TimeNs now, uint64_t token) { model().end(now, token
 
 std::span<const engine::CompletionUpdate> LazyFlowCommModel::take_updates() { return model().take_updates(); }
 
+// Flaps need the network from the start (a port may go down before any
+// operation): the model is built at the first question about them.
+bool LazyFlowCommModel::uses_wakeups() const {
+  return variability_ != nullptr && scenario::any_link_flaps(*variability_);
+}
+
+TimeNs LazyFlowCommModel::next_wakeup() const { return uses_wakeups() ? model().next_wakeup() : TimeNs::max(); }
+
+void LazyFlowCommModel::wakeup(TimeNs now) { model().wakeup(now); }
+
 void LazyFlowCommModel::add_link_observer(network::LinkObserver* observer) {
   observers_.push_back(observer);
   if (model_) model_->add_link_observer(observer);
@@ -54,10 +66,22 @@ void LazyFlowCommModel::add_link_observer(network::LinkObserver* observer) {
 
 // ---------------------------------------------------------------- NetworkSetup
 
-NetworkSetup::NetworkSetup(const ir::Program& program, NetworkMode mode) {
-  if (mode != NetworkMode::kFlow) return;
+NetworkSetup::NetworkSetup(const ir::Program& program, NetworkMode mode) : NetworkSetup(program, mode, false) {}
+
+NetworkSetup::NetworkSetup(const ir::Program& program, NetworkMode mode, bool with_variability) {
+  const bool links = with_variability && scenario::any_link_variability(program.variability());
+  if (mode != NetworkMode::kFlow) {
+    if (links) {
+      throw Error(SourceLocation{"--network analytic", 0, 0, {}},
+                  "slow and flapping links need the flow-level network: the analytic model times each collective "
+                  "by a closed form with no per-link state (docs/variability.md#links)",
+                  "use --network flow (the default), or drop the links (--ideal, or remove them from "
+                  "variability)");
+    }
+    return;
+  }
   slowdown_ = network::resolve_network(program.cluster()).compute_slowdown_under_comm();
-  lazy_ = std::make_unique<LazyFlowCommModel>(program);
+  lazy_ = std::make_unique<LazyFlowCommModel>(program, links ? &program.variability() : nullptr);
 }
 
 engine::SimulationOptions NetworkSetup::apply(engine::SimulationOptions options) const {

@@ -28,7 +28,9 @@ void add_network_option(CLI::App* sub, NetworkMode& mode);
 // specs; a program that needs them gets the model's own error at that point.
 class LazyFlowCommModel : public engine::CommunicationModel {
  public:
-  explicit LazyFlowCommModel(const ir::Program& program) : program_(program) {}
+  // `variability`: slow and flapping links (null: none); must outlive the model.
+  explicit LazyFlowCommModel(const ir::Program& program, const scenario::Variability* variability = nullptr)
+      : program_(program), variability_(variability) {}
 
   std::string_view name() const override;
   void reset() override;
@@ -36,16 +38,20 @@ class LazyFlowCommModel : public engine::CommunicationModel {
   void begin_transfer(TimeNs now, uint64_t token, int32_t src_rank, int32_t dst_rank, int64_t bytes) override;
   void end(TimeNs now, uint64_t token) override;
   std::span<const engine::CompletionUpdate> take_updates() override;
+  bool uses_wakeups() const override;
+  TimeNs next_wakeup() const override;
+  void wakeup(TimeNs now) override;
 
   void add_link_observer(network::LinkObserver* observer);
   // Null until something needed the network.
   network::FlowCommModel* built() const { return model_.get(); }
 
  private:
-  network::FlowCommModel& model();
+  network::FlowCommModel& model() const;
 
   const ir::Program& program_;
-  std::unique_ptr<network::FlowCommModel> model_;
+  const scenario::Variability* variability_ = nullptr;
+  mutable std::unique_ptr<network::FlowCommModel> model_;
   std::vector<network::LinkObserver*> observers_;
 };
 
@@ -56,6 +62,9 @@ class NetworkSetup {
   // Flow mode resolves cluster.network now (a bad preset or field fails
   // before the run); the links are built lazily.
   NetworkSetup(const ir::Program& program, NetworkMode mode);
+  // With the program's slow and flapping links (program.variability()):
+  // --network analytic then refuses them (it has no per-link state).
+  NetworkSetup(const ir::Program& program, NetworkMode mode, bool with_variability);
   // `options` with the communication model and interference set.
   engine::SimulationOptions apply(engine::SimulationOptions options) const;
   // For reports: the compute model and the network that timed communication.

@@ -5,6 +5,8 @@
 #include <system_error>
 
 #include "sim/core/error.h"
+#include "sim/scenario/variability.h"
+#include "tools/cli/variability_option.h"
 
 namespace lacuna::cli {
 
@@ -18,34 +20,27 @@ void add_sampling_options(CLI::App* sub, SamplingOptions& o) {
                   "Monte Carlo: K independent runs, sample i with seed S + i; mean, p50, p90, p99 of iteration time "
                   "and MFU with 95 % confidence intervals (docs/metrics.md#monte-carlo)")
       ->check(CLI::Range(1, 1000000));
-  // Shared with the variability model, which keys its draws on it.
-  sub->add_option("--seed", o.seed, "the run's random seed (sample i of --samples uses S + i)")
-      ->check(CLI::Validator(
-          [](std::string& text) -> std::string {
-            // CLI11 would take "-1" as 2^64 - 1 and saturate values past it.
-            uint64_t value = 0;
-            const char* end = text.data() + text.size();
-            const auto [ptr, ec] = std::from_chars(text.data(), end, value);
-            if (text.empty() || ec != std::errc() || ptr != end) {
-              return "expected an integer from 0 to 18446744073709551615 (2^64 - 1), got '" + text + "'";
-            }
-            return {};
-          },
-          "UINT64"))
-      ->capture_default_str();
   sub->add_option("-j,--jobs", o.jobs, "--samples run at once (default: one per hardware thread)")
       ->check(CLI::Range(1, 4096));
 }
 
-bool run_is_random(const ir::Program& /*program*/, const engine::SimulationOptions& /*options*/) { return false; }
+bool run_is_random(const ir::Program& program, const engine::SimulationOptions& /*options*/) {
+  return scenario::any_random_variability(program.variability());
+}
 
 SampleRunner bare_sample_runner(const ir::Program& program, const cost::CostModel& cost, NetworkMode network,
                                 const engine::SimulationOptions& base) {
   return [&program, &cost, network, base](size_t /*index*/, uint64_t seed, uint64_t& events) {
-    NetworkSetup setup(program, network);
+    // The sample's own draws: the program's variability under the sample's
+    // seed, as its perturbation and its links' variation.
+    ir::Program sample = program;
+    if (scenario::any_variability(sample.variability())) sample.mutable_variability()->set_seed(seed);
+    const auto perturbation = make_perturbation(sample, base.fold);
+    NetworkSetup setup(sample, network, /*with_variability=*/true);
     engine::SimulationOptions options = base;
     options.seed = seed;
-    engine::Simulator sim(program, cost, setup.apply(options));
+    options.perturbation = perturbation.get();
+    engine::Simulator sim(sample, cost, setup.apply(options));
     const engine::SimulationResult r = sim.run();
     events = r.events;
     return report::SampleOutcome{seed, r.iteration_ends};

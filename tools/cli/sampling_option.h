@@ -19,16 +19,17 @@ namespace lacuna::cli {
 struct SamplingOptions {
   int32_t iterations = 1;
   int32_t samples = 0;  // 0: no Monte Carlo section
-  uint64_t seed = 0;
+  uint64_t seed = 0;  // the run's: --seed, else the scenario's variability seed (set by the caller)
   int jobs = 0;  // 0: one per hardware thread
 };
 
-// Adds --iterations, --samples, --seed and -j/--jobs to `sub`.
+// Adds --iterations, --samples and -j/--jobs to `sub` (--seed is the
+// variability's, tools/cli/variability_option.h).
 void add_sampling_options(CLI::App* sub, SamplingOptions& o);
 
-// Whether a run with these options draws anything from its seed. Until the
-// variability model (issue 14) lands nothing does: every sample would equal
-// the first.
+// Whether a run with these options draws anything from its seed: a drawn
+// source of the program's variability is on (scenario::any_random_variability).
+// Otherwise every sample would equal the first.
 bool run_is_random(const ir::Program& program, const engine::SimulationOptions& options);
 
 // One bare Monte Carlo sample: the run with seed `seed` (index: its place in
