@@ -57,12 +57,13 @@ int count(const std::string& s, const std::string& what) {
 }
 
 // Rank 2 (host 1) is 1.5× slow: it is last in its DP reduce-scatter, and
-// host 1 is last in both DP groups it has a member in (hold 1000 + 500 ns,
+// host 1 is last in both DP groups it has a member in (holds 1000 and 500 ns
+// side by side: a union of 1000 ns,
 // stragglers_test.cpp), every iteration.
 TEST(CriticalPathReport, StragglerSentenceNamesTheSlowHost) {
   const Analysed r = analyse(testing::slow_rank_program({}));
   EXPECT_EQ(straggler_headline(r.stragglers),
-            "host 1 (ranks 2–3) was the last to arrive in 100.0 % of its dp reduce_scatters and cost 1.500 µs per "
+            "host 1 (ranks 2–3) was the last to arrive in 100.0 % of its dp reduce_scatters and cost 1.000 µs per "
             "iteration");
   const std::string text = format_stragglers(r.stragglers);
   EXPECT_NE(text.find("host 1 (ranks 2–3)"), std::string::npos) << text;

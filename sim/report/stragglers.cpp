@@ -81,7 +81,8 @@ size_t StragglerAttribution::kind_of(ir::GroupKind group, ir::CollectiveKind op)
     if (kinds_[k].group == group && kinds_[k].op == op) return k;
   }
   kinds_.push_back({group, op, std::vector<StragglerCell>(peer_wait_.size()),
-                    std::vector<StragglerCell>(static_cast<size_t>(num_hosts_))});
+                    std::vector<StragglerCell>(static_cast<size_t>(num_hosts_)),
+                    std::vector<std::vector<std::pair<TimeNs, TimeNs>>>(static_cast<size_t>(num_hosts_))});
   return kinds_.size() - 1;
 }
 
@@ -122,11 +123,35 @@ void StragglerAttribution::on_collective(const engine::CollectiveSpan& c) {
     ++kind.hosts[static_cast<size_t>(host)].instances;
   }
   if (straggled) {
-    StragglerCell& cell = kind.hosts[static_cast<size_t>(p.ranks(last.rank).node())];
-    ++cell.last;
-    cell.hold += hold;
+    const auto host = static_cast<size_t>(p.ranks(last.rank).node());
+    ++kind.hosts[host].last;
+    kind.host_holds[host].emplace_back(c.members[n - 2].issued, last.issued);
   }
 }
+
+namespace {
+
+// Total length of the union of intervals (sorts them).
+TimeNs union_length(std::vector<std::pair<TimeNs, TimeNs>> intervals) {
+  std::sort(intervals.begin(), intervals.end());
+  TimeNs total = TimeNs::zero();
+  TimeNs begin = TimeNs::zero(), end = TimeNs::zero();
+  bool open = false;
+  for (const auto& [b, e] : intervals) {
+    if (open && b <= end) {
+      end = std::max(end, e);
+      continue;
+    }
+    if (open) total += end - begin;
+    begin = b;
+    end = e;
+    open = true;
+  }
+  if (open) total += end - begin;
+  return total;
+}
+
+}  // namespace
 
 StragglerSummary StragglerAttribution::summary() const {
   StragglerSummary s;
@@ -142,7 +167,10 @@ StragglerSummary StragglerAttribution::summary() const {
       if (k.ranks[i].last > 0) s.ranks.push_back({rank_of[i], {}, group_key(k.group), op_key(k.op), k.ranks[i]});
     }
     for (size_t h = 0; h < k.hosts.size(); ++h) {
-      if (k.hosts[h].last > 0) s.hosts.push_back({static_cast<int32_t>(h), {}, group_key(k.group), op_key(k.op), k.hosts[h]});
+      if (k.hosts[h].last == 0) continue;
+      StragglerCell cell = k.hosts[h];
+      cell.hold = union_length(k.host_holds[h]);
+      s.hosts.push_back({static_cast<int32_t>(h), {}, group_key(k.group), op_key(k.op), cell});
     }
   }
   std::sort(s.ranks.begin(), s.ranks.end(), before);

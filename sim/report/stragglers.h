@@ -13,7 +13,11 @@
 // of, how many it was the straggler of, and the sum of those holds. Per host:
 // the same over groups that span more than one host (a group inside one host
 // only delays that host), an instance counting once per host among its
-// members, the host being the straggler when the straggling rank is on it.
+// members, the host being the straggler when the straggling rank is on it;
+// a host's hold is the length of the union of its hold intervals
+// [t_(n−1), t_n], not their sum: its GPUs' groups (one DP group per TP rank,
+// say) wait for it side by side, and the time the host cost is the wall-clock
+// time during which some group waited for it.
 // Also per rank: peer wait, Σ (start − issued) over its collectives and
 // transfers (time they waited for the other side), the heat map's second
 // panel.
@@ -27,6 +31,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sim/core/units.h"
@@ -76,6 +81,8 @@ class StragglerAttribution : public engine::Observer {
     ir::CollectiveKind op;
     std::vector<StragglerCell> ranks;  // per simulated rank
     std::vector<StragglerCell> hosts;  // per host
+    // Per host: its hold intervals (second-last, last arrival), for the union.
+    std::vector<std::vector<std::pair<TimeNs, TimeNs>>> host_holds;
   };
   size_t kind_of(ir::GroupKind group, ir::CollectiveKind op);
 
