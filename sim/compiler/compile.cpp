@@ -6,12 +6,15 @@
 
 namespace lacuna::compiler {
 
-ir::Program compile(const scenario::LoadedScenario& scenario) {
+ir::Program compile(const scenario::LoadedScenario& scenario) { return compile(scenario, CompileOptions{}); }
+
+ir::Program compile(const scenario::LoadedScenario& scenario, const CompileOptions& options) {
   const auto& spec = scenario.spec;
   const auto& par = spec.parallel();
   const PipelinePlan plan = pipeline_plan(scenario);
-  const StageInputs base =
+  StageInputs base =
       llm_stage_inputs(scenario, plan, par.virtual_stages() > 0 ? static_cast<int32_t>(par.virtual_stages()) : 1);
+  base.pipeline.warmup_deferral = options.interleaved_warmup_deferral;
   const auto kind = spec.schedule().kind();  // validated: never UNSPECIFIED
   const auto actions = schedule::build_schedule(kind, base.pipeline);
 

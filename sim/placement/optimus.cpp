@@ -9,6 +9,7 @@ ir::Program compile_optimus(const scenario::LoadedScenario& scenario, const cost
   optimus::PlannerOptions options;
   options.coarse_only = opts.coarse_only();
   options.max_splits_per_plan = opts.max_splits_per_plan();  // 0: the default
+  options.defer = !opts.no_deferral();
   return optimus::emit_optimus(scenario, optimus::plan_optimus(scenario, cost, options));
 }
 

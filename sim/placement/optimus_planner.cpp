@@ -86,20 +86,22 @@ namespace {
 // The LLM compiled at one recompute, with its timeline.
 struct LlmAt {
   compiler::ModuleRecompute recompute;
+  int32_t warmup_deferral = 0;
   ir::Program llm;
   LlmTimeline timeline;
 };
 
 LlmAt llm_at(const scenario::LoadedScenario& scenario, const compiler::ModuleRecompute& r,
-             const cost::CostModel& cost) {
+             const cost::CostModel& cost, int32_t warmup_deferral = 0) {
   LlmAt at;
   at.recompute = r;
+  at.warmup_deferral = warmup_deferral;
   // The bubble scheduler does not model the per-microbatch batch broadcast
   // over TP yet (its encoder placements can then cross it into a cycle between
   // TP ranks): Optimus programs leave it out (docs/placements.md, limits).
   scenario::LoadedScenario llm = with_llm_recompute(llm_only(scenario), r);
   llm.spec.mutable_execution()->set_batch_broadcast(scenario::BROADCAST_NONE);
-  at.llm = compiler::compile(llm);
+  at.llm = compiler::compile(llm, compiler::CompileOptions{.interleaved_warmup_deferral = warmup_deferral});
   compiler::apply_memory_overheads(at.llm);
   at.timeline = llm_timeline(at.llm, cost);
   return at;
@@ -128,6 +130,54 @@ PlansAt plans_at(const scenario::Scenario& spec, const std::vector<Geometry>& pl
   return out;
 }
 
+// The best (plan, split) over the plans that fit at one LLM timeline (or the
+// least-memory plan when none does).
+struct Searched {
+  std::vector<EncoderFit> candidates;
+  bool fits = true;
+  int64_t estimate = std::numeric_limits<int64_t>::max();
+  size_t plan = 0;
+  std::vector<int32_t> split;
+  int64_t memory = 0;
+};
+
+Searched search_splits(const LlmAt& at, PlansAt& found, int64_t capacity, int64_t cap_splits,
+                       const PlannerOptions& options, const cost::CostModel& cost, PlannerResult& stats) {
+  Searched out;
+  out.fits = !found.fitting.empty();
+  // Nothing fits: keep the plan needing the least memory (the memory report
+  // then shows the overflow) rather than refusing the comparison.
+  out.candidates = out.fits ? found.fitting : std::vector<EncoderFit>{*found.least};
+  const int32_t n = at.timeline.microbatches;
+  for (size_t i = 0; i < out.candidates.size(); ++i) {
+    const EncoderFit& fe = out.candidates[i];
+    const SchedulerInput input = make_scheduler_input(at.timeline, fe.work, at.llm, cost);
+    BubbleScheduler scheduler(input);
+    ++stats.plans_evaluated;
+    std::vector<int64_t> bubble_ns(static_cast<size_t>(fe.work.geo.pipelines()), 0);
+    for (int32_t e = 0; e < fe.work.geo.pipelines(); ++e)
+      for (int32_t j = 0; j < fe.work.geo.pp_enc; ++j)
+        bubble_ns[static_cast<size_t>(e)] +=
+            at.timeline.stages[static_cast<size_t>(fe.work.geo.llm_stage(e, j))].bubble_ns();
+    for (const auto& split : enumerate_splits(n, fe.work.geo.pipelines(), cap_splits, bubble_ns)) {
+      // A split that puts more microbatches on a pipeline than the plan's
+      // recompute was chosen for may not fit (the even split does).
+      const int64_t memory = plan_peak_memory_bytes(at.llm, at.timeline, fe.work, split);
+      if (out.fits && capacity > 0 && memory > capacity) continue;
+      const int64_t estimate = scheduler.evaluate(split, options.coarse_only);
+      ++stats.splits_evaluated;
+      if (options.keep_candidates) stats.candidates.push_back({fe.work.geo, split, estimate});
+      if (estimate < out.estimate) {
+        out.estimate = estimate;
+        out.split = split;
+        out.plan = i;
+        out.memory = memory;
+      }
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 PlannerResult plan_optimus(const scenario::LoadedScenario& scenario, const cost::CostModel& cost,
@@ -143,7 +193,8 @@ PlannerResult plan_optimus(const scenario::LoadedScenario& scenario, const cost:
                 "set parallel.cp: 1 (raise dp instead), or use placement HETEROGENEOUS");
 
   PlannerResult out;
-  LlmAt at = llm_at(scenario, llm_recompute(spec), cost);
+  const int32_t first_deferral = options.fixed_deferral.value_or(0);
+  LlmAt at = llm_at(scenario, llm_recompute(spec), cost, first_deferral);
   const auto& info = at.llm.info();
   Geometry llm_geo;
   llm_geo.tp_llm = std::max(1, info.tp());
@@ -201,7 +252,7 @@ PlannerResult plan_optimus(const scenario::LoadedScenario& scenario, const cost:
     const auto ladder = recompute_ladder(chunk_layers);
     std::vector<LlmAt> higher;
     for (size_t k = static_cast<size_t>(ladder_position(at.recompute, chunk_layers)) + 1; k < ladder.size(); ++k)
-      higher.push_back(llm_at(scenario, ladder[k], cost));
+      higher.push_back(llm_at(scenario, ladder[k], cost, first_deferral));
     std::stable_sort(higher.begin(), higher.end(), [&](const LlmAt& a, const LlmAt& b) {
       return recompute_time_ns(a.llm, 0, cost) < recompute_time_ns(b.llm, 0, cost);
     });
@@ -216,48 +267,57 @@ PlannerResult plan_optimus(const scenario::LoadedScenario& scenario, const cost:
       if (fits) break;
     }
   }
-  out.plans_pruned_by_memory = found.pruned;
-  out.fits = !found.fitting.empty();
-  // Nothing fits: keep the plan needing the least memory (the memory report
-  // then shows the overflow) rather than refusing the comparison.
-  std::vector<EncoderFit> candidates = out.fits ? std::move(found.fitting) : std::vector<EncoderFit>{*found.least};
-  out.llm = std::move(at.llm);
-  out.timeline = std::move(at.timeline);
-  out.llm_recompute = at.recompute;
-
   const int64_t cap_splits =
       options.max_splits_per_plan > 0 ? options.max_splits_per_plan : kDefaultMaxSplits;
   const int64_t capacity = cost::hbm_capacity_bytes(spec.cluster());
-  const int32_t n = out.timeline.microbatches;
-  int64_t best = std::numeric_limits<int64_t>::max();
-  std::vector<int32_t> best_split;
-  size_t best_plan = 0;
-  for (size_t i = 0; i < candidates.size(); ++i) {
-    const EncoderFit& fe = candidates[i];
-    const SchedulerInput input = make_scheduler_input(out.timeline, fe.work, out.llm, cost);
-    BubbleScheduler scheduler(input);
-    ++out.plans_evaluated;
-    std::vector<int64_t> bubble_ns(static_cast<size_t>(fe.work.geo.pipelines()), 0);
-    for (int32_t e = 0; e < fe.work.geo.pipelines(); ++e)
-      for (int32_t j = 0; j < fe.work.geo.pp_enc; ++j)
-        bubble_ns[static_cast<size_t>(e)] +=
-            out.timeline.stages[static_cast<size_t>(fe.work.geo.llm_stage(e, j))].bubble_ns();
-    for (const auto& split : enumerate_splits(n, fe.work.geo.pipelines(), cap_splits, bubble_ns)) {
-      // A split that puts more microbatches on a pipeline than the plan's
-      // recompute was chosen for may not fit (the even split does).
-      const int64_t memory = plan_peak_memory_bytes(out.llm, out.timeline, fe.work, split);
-      if (out.fits && capacity > 0 && memory > capacity) continue;
-      const int64_t estimate = scheduler.evaluate(split, options.coarse_only);
-      ++out.splits_evaluated;
-      if (options.keep_candidates) out.candidates.push_back({fe.work.geo, split, estimate});
-      if (estimate < best) {
-        best = estimate;
-        best_split = split;
-        best_plan = i;
-        out.peak_memory_bytes = memory;
+  Searched best = search_splits(at, found, capacity, cap_splits, options, cost, out);
+  out.llm_megatron_iteration_ns = at.timeline.iteration_ns;
+
+  // Optimus's dependency-point deferral (interleaved 1F1B): fewer warm-up
+  // forwards on the upstream ranks move the LLM's late forward dependency
+  // points F_i later, opening room for encoder forwards; each deferral is
+  // compiled and simulated, and kept only where the estimate improves (ties:
+  // the smaller deferral, so Megatron-LM's schedule where nothing is gained).
+  const auto& info0 = at.llm.info();
+  if (options.defer && !options.fixed_deferral && info0.schedule() == scenario::INTERLEAVED_1F1B &&
+      info0.pp() >= 2) {
+    for (int32_t d = 1; d <= 2 * (info0.pp() - 1); ++d) {
+      std::optional<LlmAt> deferred;
+      try {
+        deferred = llm_at(scenario, at.recompute, cost, d);
+      } catch (const Error&) {
+        continue;  // this deferral deadlocks the LLM's blocking p2p: not a schedule
+      }
+      ++out.deferrals_evaluated;
+      // The estimate is never below the LLM's own iteration.
+      if (best.fits && deferred->timeline.iteration_ns >= best.estimate) continue;
+      PlansAt f = plans_at(spec, plans, sp, encoder_asked, *deferred, cost);
+      if (best.fits && f.fitting.empty()) continue;
+      PlannerResult trial;
+      Searched s2 = search_splits(*deferred, f, capacity, cap_splits, options, cost, trial);
+      out.splits_evaluated += trial.splits_evaluated;
+      out.plans_evaluated += trial.plans_evaluated;
+      if (options.keep_candidates)
+        for (auto& c : trial.candidates) out.candidates.push_back(std::move(c));
+      // A plan that fits HBM beats one that does not (fewer warm-up forwards
+      // also hold fewer activations), then the lower estimate.
+      if ((s2.fits && !best.fits) || (s2.fits == best.fits && s2.estimate < best.estimate)) {
+        best = std::move(s2);
+        at = std::move(*deferred);
+        found = std::move(f);
       }
     }
   }
+  out.plans_pruned_by_memory = found.pruned;
+  out.fits = best.fits;
+  out.peak_memory_bytes = best.memory;
+  out.llm = std::move(at.llm);
+  out.timeline = std::move(at.timeline);
+  out.llm_recompute = at.recompute;
+  out.warmup_deferral = at.warmup_deferral;
+  std::vector<EncoderFit> candidates = std::move(best.candidates);
+  const size_t best_plan = best.plan;
+  const std::vector<int32_t> best_split = best.split;
 
   EncoderFit& chosen = candidates[best_plan];
   out.geo = chosen.work.geo;
@@ -307,6 +367,17 @@ ir::Program emit_optimus(const scenario::LoadedScenario& scenario, const Planner
   o->set_plans_pruned_by_memory(r.plans_pruned_by_memory);
   o->set_splits_evaluated(r.splits_evaluated);
   o->set_coarse_only(r.schedule.coarse_only);
+  o->set_warmup_deferral(r.warmup_deferral);
+  o->set_deferrals_evaluated(r.deferrals_evaluated);
+  o->set_llm_megatron_iteration_ns(r.llm_megatron_iteration_ns);
+  const BubbleProfile bp = bubble_profile(r.timeline);
+  auto* p = o->mutable_bubble_profile();
+  p->set_dp_all_gather_ns(bp.dp_all_gather_ns);
+  p->set_pp_warmup_ns(bp.pp_warmup_ns);
+  p->set_pp_other_ns(bp.pp_other_ns);
+  p->set_tp_ns(bp.tp_ns);
+  p->set_pp_cooldown_ns(bp.pp_cooldown_ns);
+  p->set_dp_reduce_scatter_ns(bp.dp_reduce_scatter_ns);
   return program;
 }
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "sim/compiler/module_recompute.h"
@@ -23,6 +24,10 @@ struct PlannerOptions {
   bool coarse_only = false;
   int64_t max_splits_per_plan = 4096;
   bool keep_candidates = false;  // record every (plan, split, estimate) tried
+  // Try Optimus's dependency-point deferral (interleaved 1F1B only).
+  bool defer = true;
+  // Plan at this deferral only (tests; schedule::PipelineShape::warmup_deferral).
+  std::optional<int32_t> fixed_deferral;
 };
 
 struct Candidate {
@@ -50,6 +55,12 @@ struct PlannerResult {
   int64_t peak_memory_bytes = 0;       // of the chosen plan and split (plan_peak_memory_bytes)
   bool fits = true;                    // false: nothing fits, the least-memory plan was kept
   std::vector<Candidate> candidates;   // with keep_candidates
+  // Dependency-point deferral: the chosen one (schedule::PipelineShape::
+  // warmup_deferral; 0 = Megatron-LM's warm-up), how many were simulated, and
+  // the LLM-only iteration at Megatron-LM's warm-up counts.
+  int32_t warmup_deferral = 0;
+  int32_t deferrals_evaluated = 0;
+  int64_t llm_megatron_iteration_ns = 0;
 };
 
 // Plans and schedules. Throws lacuna::Error (located in the scenario) when

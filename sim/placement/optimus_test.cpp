@@ -392,6 +392,84 @@ TEST(Optimus, SimulatedProgramsKeepEveryDependency) {
   EXPECT_GT(backward_moves, 0);
 }
 
+// Optimus's dependency-point deferral on an interleaved LLM of 4 stages:
+// every deferral the LLM's schedule allows keeps every encoder ↔ LLM
+// dependency in the simulated program (outputs arrive before the LLM consumes
+// them, every gradient returns, every forward has its backward), moves the
+// last microbatch's forward dependency point no earlier, and the planner's
+// choice is the best of them.
+TEST(Optimus, DependencyPointDeferralKeepsEveryDependency) {
+  SmallMllm m;
+  m.llm.schedule = scenario::INTERLEAVED_1F1B;
+  m.llm.pp = 4;
+  m.llm.layers = 8;
+  m.llm.v = 2;
+  m.llm.dp = 1;
+  m.llm.global_batch = 16;  // 8 microbatches
+  m.encoders[0].layers = 2;
+  const auto s = make_mllm(m);
+  const int32_t n = 8;
+  int64_t best = std::numeric_limits<int64_t>::max(), megatron_last_f = 0;
+  for (int32_t d = 0; d <= 6; ++d) {
+    SCOPED_TRACE("deferral " + std::to_string(d));
+    PlannerOptions options;
+    options.fixed_deferral = d;
+    const Outcome r = plan_and_simulate(s, options);
+    EXPECT_EQ(r.plan.warmup_deferral, d);
+    check_invariants(s, r);
+    const int64_t last_f = r.plan.timeline.forward_start_ns[static_cast<size_t>(n - 1)];
+    if (d == 0) megatron_last_f = last_f;
+    EXPECT_GE(last_f, megatron_last_f) << "F of the last microbatch moved earlier";
+    std::printf("  d=%d LLM alone %.3f ms, F_last %.3f ms, estimate %.3f ms, simulated %.3f ms, eff %.2f\n", d,
+                r.plan.timeline.iteration_ns / 1e6, last_f / 1e6, r.plan.schedule.estimate_ns / 1e6, r.end / 1e6,
+                r.plan.schedule.efficiency);
+    best = std::min(best, r.plan.schedule.estimate_ns);
+  }
+  const Outcome chosen = plan_and_simulate(s);
+  EXPECT_EQ(chosen.plan.schedule.estimate_ns, best);
+  EXPECT_EQ(chosen.plan.deferrals_evaluated, 6);
+  EXPECT_EQ(chosen.program.info().optimus().warmup_deferral(), chosen.plan.warmup_deferral);
+  PlannerOptions off;
+  off.defer = false;
+  EXPECT_GE(plan_and_simulate(s, off).plan.schedule.estimate_ns, chosen.plan.schedule.estimate_ns);
+}
+
+// The bubble profile splits the LLM-only compute stream's idle time: PRE into
+// the exposed DP all-gather and PP warm-up, POST into PP cool-down and the
+// exposed DP reduce-scatter, the steady bubbles into TP and PP other; summed,
+// it is every blocked wait of the compute stream, averaged over stages.
+TEST(Optimus, BubbleProfileAccountsForEveryIdleNanosecond) {
+  SmallMllm m = [] {
+    SmallMllm b;
+    b.llm.global_batch = 32;
+    b.llm.overlap_grad = false;
+    b.llm.overlap_param = false;
+    b.llm.sp = true;
+    return b;
+  }();
+  const auto s = make_mllm(m);
+  const Outcome r = plan_and_simulate(s);
+  const BubbleProfile bp = bubble_profile(r.plan.timeline);
+  int64_t idle = 0;
+  for (const auto& st : r.plan.timeline.stages) {
+    idle += st.pre_wait_ns + st.post_wait_ns;
+    for (const auto& b : st.bubbles) idle += b.length();
+    EXPECT_LE(st.pre_dp_ns, st.pre_wait_ns);
+    EXPECT_LE(st.post_dp_ns, st.post_wait_ns);
+  }
+  const auto stages = static_cast<int64_t>(r.plan.timeline.stages.size());
+  EXPECT_NEAR(static_cast<double>(bp.total_ns()), static_cast<double>(idle) / static_cast<double>(stages), 6.0);
+  // Without DP overlap both DP collectives are exposed, and SP puts TP
+  // collectives on the critical path.
+  EXPECT_GT(bp.dp_all_gather_ns, 0);
+  EXPECT_GT(bp.dp_reduce_scatter_ns, 0);
+  EXPECT_GT(bp.tp_ns, 0);
+  EXPECT_GT(bp.pp_warmup_ns, 0);
+  const auto& p = r.program.info().optimus().bubble_profile();
+  EXPECT_EQ(p.dp_all_gather_ns(), bp.dp_all_gather_ns);
+  EXPECT_EQ(p.tp_ns(), bp.tp_ns);
+}
+
 SmallMllm base8() {
   SmallMllm m;
   m.llm.global_batch = 32;  // 8 microbatches per pipeline

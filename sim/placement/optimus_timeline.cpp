@@ -149,6 +149,29 @@ StageTimeline read_stage(const ir::RankClass& cls, const ComputeRecorder::Slot& 
     for (const ir::Op& op : st.ops())
       t.step_sync |= op.has_collective() && op.phase() == ir::OPTIMIZER_STEP;
 
+  // Blocked waits in [from, to), all or only those the DP stream released.
+  auto blocked = [&](int32_t from, int32_t to, bool dp_only) {
+    int64_t total = 0;
+    for (int32_t i = from; i < to; ++i)
+      if (ops[i].has_wait() && (!dp_only || slot.cause[static_cast<size_t>(i)] == BubbleKind::kDp))
+        total += slot.end[static_cast<size_t>(i)] - slot.start[static_cast<size_t>(i)];
+    return total;
+  };
+  t.pre_wait_ns = blocked(0, first_kernel, false);
+  t.pre_dp_ns = blocked(0, first_kernel, true);
+  t.post_wait_ns = blocked(t.post_position, optimizer, false);
+  t.post_dp_ns = blocked(t.post_position, optimizer, true);
+
+  t.first_backward_ns = std::numeric_limits<int64_t>::max();
+  for (int32_t i = 0; i < n; ++i) {
+    if (!is_kernel(ops[i])) continue;
+    const ir::Phase ph = ops[i].phase();
+    if (ph == ir::FORWARD) t.last_forward_end_ns = std::max(t.last_forward_end_ns, slot.end[static_cast<size_t>(i)]);
+    if (ph == ir::BACKWARD_INPUT || ph == ir::BACKWARD_WEIGHT || ph == ir::RECOMPUTE)
+      t.first_backward_ns = std::min(t.first_backward_ns, slot.start[static_cast<size_t>(i)]);
+  }
+  if (t.first_backward_ns == std::numeric_limits<int64_t>::max()) t.first_backward_ns = t.post_start_ns;
+
   int64_t memory = 0;
   for (int32_t i = 0; i < n; ++i) {
     if (!is_kernel(ops[i])) continue;
@@ -208,6 +231,31 @@ int64_t StageTimeline::bubble_ns() const {
   int64_t total = pre_end_ns + (post_end_ns - post_start_ns);
   for (const Bubble& b : bubbles) total += b.length();
   return total;
+}
+
+BubbleProfile bubble_profile(const LlmTimeline& llm) {
+  BubbleProfile sum;
+  for (const StageTimeline& st : llm.stages) {
+    sum.dp_all_gather_ns += st.pre_dp_ns;
+    sum.pp_warmup_ns += st.pre_wait_ns - st.pre_dp_ns;
+    sum.dp_reduce_scatter_ns += st.post_dp_ns;
+    sum.pp_cooldown_ns += st.post_wait_ns - st.post_dp_ns;
+    for (const Bubble& b : st.bubbles) {
+      if (b.kind == BubbleKind::kTp) {
+        sum.tp_ns += b.length();
+      } else if (b.kind == BubbleKind::kPp && b.end_ns <= st.first_backward_ns) {
+        sum.pp_warmup_ns += b.length();  // waiting for the next input before the first backward
+      } else if (b.kind == BubbleKind::kPp && b.start_ns >= st.last_forward_end_ns) {
+        sum.pp_cooldown_ns += b.length();  // waiting for the next gradient after the last forward
+      } else {
+        sum.pp_other_ns += b.length();
+      }
+    }
+  }
+  // Every stage has the same number of GPUs: the mean over stages is the mean over GPUs.
+  const auto n = static_cast<int64_t>(std::max<size_t>(1, llm.stages.size()));
+  return {sum.dp_all_gather_ns / n, sum.pp_warmup_ns / n,    sum.pp_other_ns / n,
+          sum.tp_ns / n,            sum.pp_cooldown_ns / n, sum.dp_reduce_scatter_ns / n};
 }
 
 LlmTimeline llm_timeline(const ir::Program& llm, const cost::CostModel& cost) {

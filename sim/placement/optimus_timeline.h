@@ -47,6 +47,19 @@ struct StageTimeline {
   int64_t post_start_ns = 0;   // the compute stream reaches post_position
   int64_t post_end_ns = 0;     // the LLM optimizer step's first kernel starts
   int64_t optimizer_ns = 0;    // the step, to the compute stream's last op
+  // Of PRE and POST: the compute stream's blocked waits released by the DP
+  // stream (the exposed parameter all-gather, the exposed gradient reduction).
+  // PRE and POST idle time: the compute stream's blocked waits before the
+  // first kernel and from post_position to the optimizer kernel.
+  int64_t pre_wait_ns = 0;
+  int64_t post_wait_ns = 0;
+  int64_t pre_dp_ns = 0;
+  int64_t post_dp_ns = 0;
+  // The stage's first backward kernel start and last forward kernel end:
+  // steady-phase pipeline waits before the first are warm-up, after the
+  // last cool-down (the bubble profile's split).
+  int64_t first_backward_ns = 0;
+  int64_t last_forward_end_ns = 0;
   // The step waits for a collective across stages (the gradient norm's or
   // the tied embedding's all-reduce, a sync-stream collective of phase
   // OPTIMIZER_STEP): no stage's step ends before every stage has reached it.
@@ -75,6 +88,17 @@ struct LlmTimeline {
   std::vector<int32_t> forward_position;
   std::vector<int32_t> backward_position;
 };
+
+// The LLM's idle time per GPU by the Optimus paper's bubble categories, mean
+// over pipeline stages (OptimusBubbleProfile in program.proto).
+struct BubbleProfile {
+  int64_t dp_all_gather_ns = 0, pp_warmup_ns = 0, pp_other_ns = 0, tp_ns = 0, pp_cooldown_ns = 0,
+          dp_reduce_scatter_ns = 0;
+  int64_t total_ns() const {
+    return dp_all_gather_ns + pp_warmup_ns + pp_other_ns + tp_ns + pp_cooldown_ns + dp_reduce_scatter_ns;
+  }
+};
+BubbleProfile bubble_profile(const LlmTimeline& llm);
 
 // Simulates `llm` (an LLM-only program from compiler::compile) with fold and
 // reads the timeline. Throws lacuna::Error when the program lacks what the

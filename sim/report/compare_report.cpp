@@ -9,6 +9,7 @@
 #include "sim/report/format.h"
 #include "sim/report/json_util.h"
 #include "sim/report/names.h"
+#include "sim/report/optimus_text.h"
 
 #ifndef LACUNA_VERSION
 #define LACUNA_VERSION "unknown"
@@ -241,6 +242,15 @@ std::string format_comparison(const Comparison& c, const CompareRunStats& run) {
   row("cost model", c.cost_model);
   row("mode", c.folded ? "folded: one representative rank per class simulated" : "full: every rank simulated");
   if (run.optimus_planner_seconds) row("Optimus planner", fmt::format("{:.3f} s wall", *run.optimus_planner_seconds));
+  for (const PlacementOutcome& p : c.placements) {
+    if (!p.summary || !p.summary->info.has_optimus()) continue;
+    const auto& o = p.summary->info.optimus();
+    row("Optimus plan", fmt::format("encoder TP {} · PP {} · DP {} ({} encoder pipelines per LLM pipeline)",
+                                    o.encoder_tp(), o.encoder_pp(), o.encoder_dp(),
+                                    o.encoder_pipelines_per_llm_pipeline()));
+    row("Optimus deferral", wrap(optimus_deferral_text(o), 90, 31));
+    row("LLM bubbles seen", wrap(optimus_bubble_profile_text(o) + " of the LLM alone", 90, 31));
+  }
   row("compare", fmt::format("{:.3f} s wall", run.total_wall_seconds));
   return out;
 }

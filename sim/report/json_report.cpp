@@ -71,6 +71,18 @@ Json optimus(const ir::OptimusInfo& o) {
   j["plans_evaluated"] = o.plans_evaluated();
   j["plans_pruned_by_memory"] = o.plans_pruned_by_memory();
   j["splits_evaluated"] = o.splits_evaluated();
+  j["warmup_deferral"] = o.warmup_deferral();
+  j["deferrals_evaluated"] = o.deferrals_evaluated();
+  j["llm_megatron_iteration_ns"] = o.llm_megatron_iteration_ns();
+  const auto& b = o.bubble_profile();
+  Json profile;
+  profile["dp_all_gather_ns"] = b.dp_all_gather_ns();
+  profile["pp_warmup_ns"] = b.pp_warmup_ns();
+  profile["pp_other_ns"] = b.pp_other_ns();
+  profile["tp_ns"] = b.tp_ns();
+  profile["pp_cooldown_ns"] = b.pp_cooldown_ns();
+  profile["dp_reduce_scatter_ns"] = b.dp_reduce_scatter_ns();
+  j["llm_bubble_profile"] = profile;
   return j;
 }
 

@@ -8,6 +8,7 @@
 #include "sim/report/format.h"
 #include "sim/report/names.h"
 #include "sim/report/network_report.h"
+#include "sim/report/optimus_text.h"
 
 namespace lacuna::report {
 
@@ -97,6 +98,8 @@ void multimodal_block(std::string& out, const Summary& s) {
                   o.coarse_only() ? " (coarse only)" : ""));
   row(out, "planner search", fmt::format("{} plans evaluated, {} pruned by memory; {} splits evaluated",
                                          o.plans_evaluated(), o.plans_pruned_by_memory(), o.splits_evaluated()));
+  row(out, "deferral", optimus_deferral_text(o));
+  row(out, "LLM bubbles seen", optimus_bubble_profile_text(o));
 }
 
 // "exact 71.2 % of kernel time (48 kernels), interpolated 20.1 % (12), extrapolated 8.7 % (5)";

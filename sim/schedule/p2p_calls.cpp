@@ -9,8 +9,7 @@ namespace {
 
 // Megatron-LM's warm-up lengths (as schedule.cpp builds the actions).
 int32_t warmup_passes(lacuna::scenario::ScheduleKind kind, const PipelineShape& s, int32_t rank) {
-  if (kind == lacuna::scenario::INTERLEAVED_1F1B)
-    return std::min((s.pp - rank - 1) * 2 + (s.virtual_stages - 1) * s.pp, s.microbatches * s.virtual_stages);
+  if (kind == lacuna::scenario::INTERLEAVED_1F1B) return interleaved_warmup(s, rank);
   return std::min(s.pp - rank - 1, s.microbatches);
 }
 

@@ -103,6 +103,11 @@ TEST(P2pCalls, EveryScheduleMovesEachTransferInExactlyOneCall) {
                  std::to_string(m));
     expect_well_formed(kind, {.pp = pp, .virtual_stages = v, .microbatches = m});
   }
+  // Optimus's dependency-point deferral changes the warm-up counts the calls follow.
+  for (int d = 1; d <= 6; ++d) {
+    SCOPED_TRACE("interleaved pp 4 v 2 m 8 deferral " + std::to_string(d));
+    expect_well_formed(INTERLEAVED_1F1B, {.pp = 4, .virtual_stages = 2, .microbatches = 8, .warmup_deferral = d});
+  }
 }
 
 // Interleaved: one call after every step, and in the steady state a step is

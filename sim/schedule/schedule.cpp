@@ -35,7 +35,10 @@ void validate(ScheduleKind kind, const PipelineShape& s) {
           "make the global batch at least micro_batch × dp");
   require(s.virtual_stages >= 1,
           "virtual_stages = " + std::to_string(s.virtual_stages) + " must be at least 1", "");
+  require(s.warmup_deferral >= 0, "warm-up deferral " + std::to_string(s.warmup_deferral) + " is negative", "");
   if (kind != lacuna::scenario::INTERLEAVED_1F1B) {
+    require(s.warmup_deferral == 0,
+            "warm-up deferral applies to INTERLEAVED_1F1B only, not " + kind_name(kind), "");
     require(s.virtual_stages == 1,
             kind_name(kind) + " runs one model chunk per pipeline rank, but virtual_stages = " +
                 std::to_string(s.virtual_stages),
@@ -75,6 +78,16 @@ std::vector<Action> one_f_one_b(const PipelineShape& s, int32_t rank) {
   return out;
 }
 
+}  // namespace
+
+int32_t interleaved_warmup(const PipelineShape& s, int32_t rank) {
+  const int32_t slack = (s.pp - rank - 1) * 2;
+  const int32_t deferred = std::clamp(s.warmup_deferral - 2 * rank, 0, slack);
+  return std::min(slack - deferred + (s.virtual_stages - 1) * s.pp, s.microbatches * s.virtual_stages);
+}
+
+namespace {
+
 // The k-th forward (or backward) of a rank, as Megatron-LM's
 // get_model_chunk_id / get_microbatch_id_in_model_chunk number them: groups of
 // pp consecutive steps share a chunk; backwards walk the chunks in reverse.
@@ -89,7 +102,7 @@ Action interleaved_step(const PipelineShape& s, int32_t k, bool forward) {
 
 std::vector<Action> interleaved(const PipelineShape& s, int32_t rank) {
   const int32_t total = s.microbatches * s.virtual_stages;
-  const int32_t warmup = std::min((s.pp - rank - 1) * 2 + (s.virtual_stages - 1) * s.pp, total);
+  const int32_t warmup = interleaved_warmup(s, rank);
   std::vector<Action> out;
   for (int32_t k = 0; k < warmup; ++k) out.push_back(interleaved_step(s, k, true));
   for (int32_t k = 0; k < total - warmup; ++k) {

@@ -30,6 +30,15 @@ struct PipelineShape {
   int32_t pp = 1;              // pipeline ranks
   int32_t virtual_stages = 1;  // model chunks per pipeline rank
   int32_t microbatches = 1;
+  // Interleaved 1F1B only: Optimus's dependency-point deferral
+  // (docs/placements.md, "Deferral"). Rank r runs clamp(d − 2r, 0,
+  // 2·(pp − r − 1)) fewer warm-up forwards than Megatron-LM's count: the
+  // upstream ranks first, the counts never growing downstream (a rank with
+  // more warm-up forwards than its upstream neighbour would wait for inputs
+  // that neighbour only sends after a backward) and never below (v − 1)·pp,
+  // the count at which the forward of its first backward has run.
+  // 0: Megatron-LM's schedule.
+  int32_t warmup_deferral = 0;
 };
 
 // Virtual stage of (pipeline rank, chunk): Megatron-LM's layout, chunk c of
@@ -37,6 +46,11 @@ struct PipelineShape {
 inline int32_t virtual_stage(const PipelineShape& s, int32_t rank, int32_t chunk) {
   return chunk * s.pp + rank;
 }
+
+// Warm-up forwards of pipeline rank `rank` under interleaved 1F1B: Megatron-LM's
+// (pp − rank − 1)·2 + (v − 1)·pp (forward_backward_pipelining_with_interleaving),
+// less the deferral, capped at every forward of the rank.
+int32_t interleaved_warmup(const PipelineShape& s, int32_t rank);
 
 // Per pipeline rank, its ordered actions. Throws lacuna::Error when the shape
 // does not suit the schedule (e.g. interleaved needs microbatches % pp == 0).

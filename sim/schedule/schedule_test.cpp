@@ -70,6 +70,33 @@ TEST(Schedule, InterleavedWarmupIsCappedAtAllPasses) {
   for (size_t i = 12; i < 24; ++i) EXPECT_EQ(r0[i].pass, Pass::kBackward) << i;
 }
 
+// Optimus's dependency-point deferral: rank r runs clamp(d − 2r, 0,
+// 2·(pp − r − 1)) fewer warm-up forwards, so the counts never grow downstream
+// and never drop below (v − 1)·pp.
+TEST(Schedule, InterleavedDeferralShortensUpstreamWarmups) {
+  PipelineShape shape{.pp = 4, .virtual_stages = 2, .microbatches = 8};
+  const int megatron[4] = {10, 8, 6, 4};  // (4 − r − 1)·2 + 4
+  for (int d = 0; d <= 7; ++d) {
+    shape.warmup_deferral = d;
+    for (int r = 0; r < 4; ++r) {
+      const int expected = megatron[r] - std::clamp(d - 2 * r, 0, megatron[r] - 4);
+      EXPECT_EQ(interleaved_warmup(shape, r), expected) << "d " << d << " rank " << r;
+      const auto actions = build_schedule(INTERLEAVED_1F1B, shape)[static_cast<size_t>(r)];
+      int leading_forwards = 0;
+      while (actions[static_cast<size_t>(leading_forwards)].pass == Pass::kForward) ++leading_forwards;
+      // The warm-up, then the first steady forward, then the first backward.
+      EXPECT_EQ(leading_forwards, expected + 1) << "d " << d << " rank " << r;
+    }
+  }
+  // d = 2 on pp 2, v 2: rank 0 runs 2 warm-up forwards instead of 4, so its
+  // chunk-0 forwards of microbatches 2 and 3 come after backwards.
+  const auto s = build_schedule(INTERLEAVED_1F1B, {.pp = 2, .virtual_stages = 2, .microbatches = 4, .warmup_deferral = 2});
+  EXPECT_EQ(render(s[0], true),
+            "F0.0 F1.0 F0.1 BW0.1 F1.1 BW1.1 F2.0 BW0.0 F3.0 BW1.0 F2.1 BW2.1 F3.1 BW3.1 BW2.0 BW3.0");
+  EXPECT_THROW(build_schedule(ONE_F_ONE_B, {.pp = 2, .virtual_stages = 1, .microbatches = 4, .warmup_deferral = 1}),
+               lacuna::Error);
+}
+
 TEST(Schedule, ZbH1DefersWeightGradientsByRank) {
   const auto s = build_schedule(ZB_H1, {.pp = 4, .virtual_stages = 1, .microbatches = 6});
   // Rank 0 (the end of the backward chain) runs W right after B.
@@ -94,7 +121,11 @@ std::vector<Case> random_cases() {
       s.pp = std::uniform_int_distribution<int>(kind == INTERLEAVED_1F1B ? 2 : 1, 9)(rng);
       s.virtual_stages = kind == INTERLEAVED_1F1B ? std::uniform_int_distribution<int>(2, 4)(rng) : 1;
       s.microbatches = std::uniform_int_distribution<int>(1, 24)(rng);
-      if (kind == INTERLEAVED_1F1B) s.microbatches = s.pp * std::uniform_int_distribution<int>(1, 5)(rng);
+      if (kind == INTERLEAVED_1F1B) {
+        s.microbatches = s.pp * std::uniform_int_distribution<int>(1, 5)(rng);
+        // Half the interleaved cases with Optimus's warm-up deferral.
+        if (i % 2 == 1) s.warmup_deferral = std::uniform_int_distribution<int>(0, 2 * s.pp)(rng);
+      }
       cases.push_back({kind, s});
     }
   }
@@ -104,6 +135,7 @@ std::vector<Case> random_cases() {
 std::string describe(const Case& c, int rank) {
   return lacuna::scenario::ScheduleKind_Name(c.kind) + " pp=" + std::to_string(c.shape.pp) +
          " v=" + std::to_string(c.shape.virtual_stages) + " m=" + std::to_string(c.shape.microbatches) +
+         " d=" + std::to_string(c.shape.warmup_deferral) +
          " rank=" + std::to_string(rank);
 }
 
@@ -168,8 +200,12 @@ TEST(ScheduleInvariants, InFlightActivationsStayWithinTheScheduleBound) {
         case GPIPE: EXPECT_EQ(peak, m); break;
         case ONE_F_ONE_B: EXPECT_EQ(peak, std::min(p - r, m)); break;
         case INTERLEAVED_1F1B: {
-          // Megatron: warm-up forwards plus the steady state's one.
-          const int warmup = std::min((p - r - 1) * 2 + (v - 1) * p, m * v);
+          // Megatron: warm-up forwards plus the steady state's one (the
+          // deferral removes up to 2·(pp − r − 1) of the warm-up).
+          if (r + 1 < p) EXPECT_GE(interleaved_warmup(c.shape, r), interleaved_warmup(c.shape, r + 1));
+          const int slack = (p - r - 1) * 2;
+          const int warmup =
+              std::min(slack - std::clamp(c.shape.warmup_deferral - 2 * r, 0, slack) + (v - 1) * p, m * v);
           EXPECT_EQ(peak, std::min(warmup + 1, m * v));
           break;
         }
