@@ -315,6 +315,7 @@ PlannerResult plan_optimus(const scenario::LoadedScenario& scenario, const cost:
   out.timeline = std::move(at.timeline);
   out.llm_recompute = at.recompute;
   out.warmup_deferral = at.warmup_deferral;
+  out.search_estimate_ns = best.estimate;
   std::vector<EncoderFit> candidates = std::move(best.candidates);
   const size_t best_plan = best.plan;
   const std::vector<int32_t> best_split = best.split;
@@ -368,6 +369,9 @@ ir::Program emit_optimus(const scenario::LoadedScenario& scenario, const Planner
   o->set_splits_evaluated(r.splits_evaluated);
   o->set_coarse_only(r.schedule.coarse_only);
   o->set_warmup_deferral(r.warmup_deferral);
+  o->set_forward_moves(r.schedule.forward_moves);
+  o->set_backward_moves(r.schedule.backward_moves);
+  o->set_kernel_level_cuts(r.schedule.forward_cuts);
   o->set_deferrals_evaluated(r.deferrals_evaluated);
   o->set_llm_megatron_iteration_ns(r.llm_megatron_iteration_ns);
   const BubbleProfile bp = bubble_profile(r.timeline);

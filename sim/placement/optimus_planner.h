@@ -60,6 +60,9 @@ struct PlannerResult {
   // the LLM-only iteration at Megatron-LM's warm-up counts.
   int32_t warmup_deferral = 0;
   int32_t deferrals_evaluated = 0;
+  // The search's estimate of the chosen (plan, split), whole microbatches
+  // moved; schedule.estimate_ns adds the kernel-level cuts (≤ this).
+  int64_t search_estimate_ns = 0;
   int64_t llm_megatron_iteration_ns = 0;
 };
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
 #include <numeric>
 #include <tuple>
 
@@ -83,6 +84,7 @@ struct BubbleScheduler::Impl {
   const EncoderWork& work;
   const Geometry geo;
   const int32_t P, R, M, G, N;
+  bool kernel_cuts = false;            // schedule(): kernel-level forward moves too
   std::vector<StageBubbles> bubbles;   // per LLM stage
   std::vector<int32_t> gpu_llm_stage;  // per g
   std::vector<uint8_t> has_backward;   // per encoder stage
@@ -118,6 +120,15 @@ struct BubbleScheduler::Impl {
   std::vector<std::vector<int64_t>> reduce_ready;  // per g, per bucket: handed to the DP stream (relative)
   std::vector<int64_t> op_end_scratch;
   int32_t forward_moves = 0, backward_moves = 0;
+  // Kernel-level forward moves (docs/placements.md, "Kernel-level moves"):
+  // per pipeline, the op at which the last encoder stage's pass of the last
+  // PRE microbatch is cut; its ops from there on run in the steady-phase
+  // bubbles. The pass's size (kNoCut's stand-in) means uncut.
+  std::vector<int32_t> cut;
+  std::vector<int64_t> cut_ready;     // per pipeline: where the PRE prefix ends (abs)
+  std::vector<int32_t> cut_points;    // op indices where no collective is pending, ascending
+  std::map<int32_t, Pass> suffixes;   // by cut point
+  int32_t forward_cuts = 0;
 
   Schedule* rec = nullptr;  // filled when recording
 
@@ -158,6 +169,22 @@ struct BubbleScheduler::Impl {
     std::stable_sort(backward_order.begin(), backward_order.end(), [&](int32_t a, int32_t c) {
       return llm.backward_position[static_cast<size_t>(a)] < llm.backward_position[static_cast<size_t>(c)];
     });
+    {
+      // Cut points of the last encoder stage's forward: between two ops with
+      // no TP collective issued and not yet waited for (so the prefix and
+      // the suffix each hold whole record → wait pairs).
+      const Pass& last = work.stages[static_cast<size_t>(P - 1)].forward;
+      const int32_t K = static_cast<int32_t>(last.ops.size());
+      std::vector<int32_t> pending_until(static_cast<size_t>(K), -1);
+      for (int32_t k = 0; k < K; ++k)
+        if (last.ops[static_cast<size_t>(k)].kind == PassOp::kWait)
+          pending_until[static_cast<size_t>(last.ops[static_cast<size_t>(k)].waits_for)] = k;
+      int32_t open_until = -1;
+      for (int32_t k = 1; k < K; ++k) {
+        open_until = std::max(open_until, pending_until[static_cast<size_t>(k - 1)]);
+        if (open_until < k) cut_points.push_back(k);
+      }
+    }
     used.resize(static_cast<size_t>(G));
     touched.resize(static_cast<size_t>(G));
     is_touched.resize(static_cast<size_t>(G));
@@ -195,10 +222,11 @@ struct BubbleScheduler::Impl {
   // Runs `pass` back to back from `start`; the compute stream waits until
   // gates[k] (when given) before op k; op_end[k] (when given) receives the
   // time the stream is past op k.
-  int64_t run_pass(const Pass& pass, int64_t start, const int64_t* gates, int64_t* op_end) {
+  int64_t run_pass(const Pass& pass, int64_t start, const int64_t* gates, int64_t* op_end,
+                   size_t ops = std::numeric_limits<size_t>::max()) {
     coll_end.assign(pass.ops.size(), 0);
     int64_t cursor = start, stream_free = kNever;
-    for (size_t k = 0; k < pass.ops.size(); ++k) {
+    for (size_t k = 0; k < pass.ops.size() && k < ops; ++k) {
       const PassOp& op = pass.ops[k];
       if (gates != nullptr) cursor = std::max(cursor, gates[k]);
       if (op.kind == PassOp::kKernel) {
@@ -212,6 +240,31 @@ struct BubbleScheduler::Impl {
       if (op_end != nullptr) op_end[k] = cursor;
     }
     return cursor;
+  }
+
+  int32_t last_forward_ops() const {
+    return static_cast<int32_t>(work.stages[static_cast<size_t>(P - 1)].forward.ops.size());
+  }
+  bool is_cut(int32_t e) const { return cut[static_cast<size_t>(e)] < last_forward_ops(); }
+
+  // The last stage's forward from op `at` on, as a pass of its own.
+  const Pass& suffix(int32_t at) {
+    auto it = suffixes.find(at);
+    if (it != suffixes.end()) return it->second;
+    const Pass& whole = work.stages[static_cast<size_t>(P - 1)].forward;
+    Pass out;
+    for (size_t k = static_cast<size_t>(at); k < whole.ops.size(); ++k) {
+      PassOp op = whole.ops[k];
+      if (op.kind == PassOp::kWait) op.waits_for -= at;
+      if (op.kind == PassOp::kKernel) {
+        out.compute_ns += op.duration_ns;
+        out.max_kernel_ns = std::max(out.max_kernel_ns, op.duration_ns);
+      }
+      out.collectives += op.kind == PassOp::kCollective ? 1 : 0;
+      out.ops.push_back(std::move(op));
+    }
+    out.contiguous_ns = run_pass(out, 0, nullptr, nullptr);
+    return suffixes.emplace(at, std::move(out)).first->second;
   }
 
   // Packs `pass` into GPU g's bubbles, from `ready` (relative) on and after
@@ -319,6 +372,9 @@ struct BubbleScheduler::Impl {
     bwd_front.assign(static_cast<size_t>(G), Frontier{});
     bwd_moved_end.assign(static_cast<size_t>(G), kNever);
     forward_moves = backward_moves = 0;
+    cut.assign(static_cast<size_t>(M), last_forward_ops());
+    cut_ready.assign(static_cast<size_t>(M), kNever);
+    forward_cuts = 0;
   }
 
   PlacedPass* recorded(int32_t g, bool backward, int32_t x) {
@@ -346,16 +402,25 @@ struct BubbleScheduler::Impl {
         const StageWork& sw = work.stages[static_cast<size_t>(j)];
         const Pass& pass = sw.forward;
         const int64_t start = std::max(cursor_scratch[static_cast<size_t>(j)], arrive);
+        // The last PRE microbatch of a cut pipeline runs only its prefix here.
+        const bool prefix = j + 1 == P && x + 1 == p && is_cut(e);
+        const size_t ops = prefix ? static_cast<size_t>(cut[static_cast<size_t>(e)]) : pass.ops.size();
         // The first microbatch waits for the encoder's parameter gathers.
-        const int64_t end = x == 0 && !sw.first_forward_gate_ns.empty()
-                                ? run_pass(pass, start, sw.first_forward_gate_ns.data(), nullptr)
-                                : start + pass.contiguous_ns;
+        const bool gated = x == 0 && !sw.first_forward_gate_ns.empty();
+        const int64_t end = gated || prefix ? run_pass(pass, start, gated ? sw.first_forward_gate_ns.data() : nullptr,
+                                                       nullptr, ops)
+                                            : start + pass.contiguous_ns;
         cursor_scratch[static_cast<size_t>(j)] = end;
         if (PlacedPass* r = recorded(g, false, x)) {
           r->in_bubbles = false;
+          r->cut_op = prefix ? static_cast<int32_t>(ops) : -1;
           r->start_ns = start;
           r->end_ns = end;
-          r->segments.push_back({stage_of(g).pre_position, 0, static_cast<int32_t>(pass.ops.size())});
+          r->segments.push_back({stage_of(g).pre_position, 0, static_cast<int32_t>(ops)});
+        }
+        if (prefix) {
+          cut_ready[static_cast<size_t>(e)] = end;
+          continue;  // its output comes from the suffix (repack_forward)
         }
         if (j + 1 < P) {
           arrive = std::max(end, link_scratch[static_cast<size_t>(j)]) + in.pp_forward_ns[static_cast<size_t>(g)];
@@ -383,6 +448,30 @@ struct BubbleScheduler::Impl {
     if (p > 0)
       for (int32_t j = 0; j + 1 < P; ++j)
         link_scratch[static_cast<size_t>(j)] = llm.stages[static_cast<size_t>(geo.llm_stage(e, j + 1))].pre_end_ns;
+    if (p > 0 && is_cut(e)) {
+      // The cut pass's suffix, first in the last stage's program order. Its
+      // PRE prefix ends at absolute A; δ ≥ this GPU's PRE overflow
+      // A − pre_end, so A − δ ≤ pre_end: any bubble (all start after the
+      // LLM's first kernel, at or after pre_end) begins after the prefix.
+      const int32_t at = cut[static_cast<size_t>(e)];
+      const int32_t g = e * P + P - 1;
+      const StageWork& sw = work.stages[static_cast<size_t>(P - 1)];
+      const Pass& rest = suffix(at);
+      PackResult res;
+      PlacedPass* r = rec != nullptr ? &rec->gpus[static_cast<size_t>(g)].forward[static_cast<size_t>(p - 1)] : nullptr;
+      std::vector<Segment> segs;
+      const int64_t* gates =
+          p - 1 == 0 && !sw.first_forward_gate_ns.empty() ? sw.first_forward_gate_ns.data() + at : nullptr;
+      const int32_t limit = bubbles[static_cast<size_t>(gpu_llm_stage[static_cast<size_t>(g)])].forward_limit;
+      if (!pack(g, rest, stage_of(g).pre_end_ns, fwd_front[static_cast<size_t>(g)], limit, res,
+                r ? &segs : nullptr, gates))
+        return false;
+      if (r) {
+        for (Segment sg : segs) r->segments.push_back({sg.position, sg.begin + at, sg.end + at});
+        r->end_ns = res.end;  // relative until δ is known
+      }
+      out_ready[static_cast<size_t>(e)][static_cast<size_t>(p - 1)] = res.end;
+    }
     for (int32_t x = p; x < nn; ++x) {
       int64_t arrive = kNever;
       for (int32_t j = 0; j < P; ++j) {
@@ -434,7 +523,8 @@ struct BubbleScheduler::Impl {
       for (int32_t e = 0; e < M; ++e) {
         const int32_t p = n[static_cast<size_t>(e)] - f[static_cast<size_t>(e)];
         for (int32_t x = 0; x < n[static_cast<size_t>(e)]; ++x) {
-          const int64_t ready = out_ready[static_cast<size_t>(e)][static_cast<size_t>(x)] + (x >= p ? delta : 0);
+          const bool moved = x >= p || (x + 1 == p && is_cut(e));  // in the LLM's frame
+          const int64_t ready = out_ready[static_cast<size_t>(e)][static_cast<size_t>(x)] + (moved ? delta : 0);
           entries.push_back({ready, ready + send_chain[static_cast<size_t>(e)], -geo.last_llm_stage(e), e, x});
         }
       }
@@ -704,6 +794,53 @@ struct BubbleScheduler::Impl {
 
   // ---------------------------------------------------------------- driver
 
+  // Kernel-level forward moves, after the whole-microbatch ones: while δ > 0,
+  // the critical pipeline's last PRE microbatch is cut at the op that gives
+  // the smallest δ (the tail of its last encoder stage's pass runs in the
+  // steady-phase bubbles, kernel by kernel); kept only if δ shrinks, each
+  // pipeline cut at most once. Cut points are tried on a stride of at most 64
+  // evaluations, then every point around the best.
+  void cut_forward(int32_t critical) {
+    if (cut_points.empty()) return;
+    std::vector<uint8_t> tried(static_cast<size_t>(M), 0);
+    while (critical >= 0 && delta > 0 && !tried[static_cast<size_t>(critical)]) {
+      const int32_t e = critical;
+      tried[static_cast<size_t>(e)] = 1;
+      if (n[static_cast<size_t>(e)] - f[static_cast<size_t>(e)] <= 0) break;
+      const int64_t before = delta;
+      int64_t best_delta = before;
+      int32_t best_cut = -1;
+      auto attempt = [&](int32_t at) {
+        cut[static_cast<size_t>(e)] = at;
+        compute_pre(e);
+        int32_t next = -1;
+        if (repack_forward(e) && forward_eval(next) && delta < best_delta) {
+          best_delta = delta;
+          best_cut = at;
+        }
+      };
+      const auto count = static_cast<int32_t>(cut_points.size());
+      const int32_t stride = std::max(1, count / 64);
+      int32_t best_index = -1;
+      for (int32_t i = 0; i < count; i += stride) {
+        const int32_t had = best_cut;
+        attempt(cut_points[static_cast<size_t>(i)]);
+        if (best_cut != had) best_index = i;
+      }
+      if (best_index >= 0 && stride > 1)
+        for (int32_t i = std::max(0, best_index - stride + 1); i < std::min(count, best_index + stride); ++i)
+          if (i != best_index) attempt(cut_points[static_cast<size_t>(i)]);
+      cut[static_cast<size_t>(e)] = best_cut >= 0 ? best_cut : last_forward_ops();
+      compute_pre(e);
+      int32_t next = -1;
+      if (!repack_forward(e) || !forward_eval(next))
+        throw Error("Optimus scheduler: cannot restore the kernel-level forward placement");
+      if (best_cut < 0) break;
+      ++forward_cuts;
+      critical = next;
+    }
+  }
+
   int64_t run(const std::vector<int32_t>& split, bool coarse_only) {
     reset_split(split);
     for (int32_t e = 0; e < M; ++e) compute_pre(e);
@@ -728,6 +865,7 @@ struct BubbleScheduler::Impl {
         ++forward_moves;
         critical = next;
       }
+      if (kernel_cuts) cut_forward(critical);
     }
     assign_and_gradients();
     int64_t estimate = backward_eval(critical);
@@ -778,9 +916,11 @@ struct BubbleScheduler::Impl {
   }
 
   Schedule schedule(const std::vector<int32_t>& split, bool coarse_only) {
+    kernel_cuts = !coarse_only;
     const int64_t estimate = run(split, coarse_only);
-    const std::vector<int32_t> moved_f = f, moved_b = b;
-    const int32_t fm = forward_moves, bm = backward_moves;
+    kernel_cuts = false;
+    const std::vector<int32_t> moved_f = f, moved_b = b, cuts = cut;
+    const int32_t fm = forward_moves, bm = backward_moves, fc = forward_cuts;
     Schedule out;
     out.split = split;
     out.coarse_only = coarse_only;
@@ -799,6 +939,7 @@ struct BubbleScheduler::Impl {
     rec = &out;
     reset_split(split);
     f = moved_f;
+    cut = cuts;
     for (int32_t e = 0; e < M; ++e) {
       compute_pre(e);
       if (!repack_forward(e)) throw Error("Optimus scheduler: replay of the forward placement failed");
@@ -818,6 +959,7 @@ struct BubbleScheduler::Impl {
     out.estimate_ns = estimate;
     out.forward_moves = fm;
     out.backward_moves = bm;
+    out.forward_cuts = fc;
     out.source_pipeline.resize(static_cast<size_t>(N));
     out.source_x.resize(static_cast<size_t>(N));
     out.forward_arrival_ns = arrival;
@@ -840,6 +982,12 @@ struct BubbleScheduler::Impl {
         if (pass.in_bubbles) {
           gp.inside_ns += sw.forward.compute_ns;
           pass.start_ns += delta;
+          pass.end_ns += delta;
+        } else if (pass.cut_op >= 0) {
+          // The PRE prefix where it overlaps the PRE bubble, the suffix in bubbles.
+          gp.inside_ns += sw.forward.compute_within(pass.start_ns, 0, st.pre_end_ns, pass.cut_op);
+          const Pass& rest = suffix(pass.cut_op);
+          gp.inside_ns += rest.compute_ns;
           pass.end_ns += delta;
         } else {
           gp.inside_ns += sw.forward.compute_within(pass.start_ns, 0, st.pre_end_ns);

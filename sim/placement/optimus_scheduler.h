@@ -61,6 +61,9 @@ struct PlacedPass {
   int32_t x = 0;            // microbatch index within the encoder pipeline
   int32_t llm_microbatch = 0;
   bool in_bubbles = false;  // moved by the fine step (else PRE / POST)
+  // A forward cut at the kernel level: ops before it run in PRE, the rest
+  // in the steady-phase bubbles (segments after the first); −1 when uncut.
+  int32_t cut_op = -1;
   int64_t start_ns = 0, end_ns = 0;  // estimated, absolute
   std::vector<Segment> segments;
 };
@@ -81,6 +84,9 @@ struct Schedule {
   // worst GPU (1 when no GPU has encoder work).
   double efficiency = 1;
   int32_t forward_moves = 0, backward_moves = 0;
+  // Kernel-level forward moves: pipelines whose last PRE microbatch was cut
+  // (schedule() only; evaluate() moves whole microbatches).
+  int32_t forward_cuts = 0;
   // Per LLM microbatch i: the encoder pipeline and its microbatch x feeding it,
   // the estimated arrival of its vision embeddings at LLM stage 0 (EF_i,
   // absolute) and of its gradient at that pipeline's last stage.
@@ -95,9 +101,11 @@ class BubbleScheduler {
   ~BubbleScheduler();
 
   // The estimated iteration for a split (sum = microbatches, one entry per
-  // encoder pipeline), coarse then fine unless `coarse_only`.
+  // encoder pipeline), coarse then fine unless `coarse_only`; whole
+  // microbatches move (the planner's search).
   int64_t evaluate(const std::vector<int32_t>& split, bool coarse_only);
-  // The same, with every placement.
+  // The same, with every placement, and after the whole-microbatch moves the
+  // kernel-level forward cuts (so its estimate is at most evaluate()'s).
   Schedule schedule(const std::vector<int32_t>& split, bool coarse_only);
 
  private:

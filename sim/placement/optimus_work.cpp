@@ -145,10 +145,11 @@ int32_t StageWork::gathers() const {
   return n;
 }
 
-int64_t Pass::compute_within(int64_t start, int64_t window_begin, int64_t window_end) const {
+int64_t Pass::compute_within(int64_t start, int64_t window_begin, int64_t window_end, int32_t count) const {
   int64_t cursor = start, stream_free = start, inside = 0;
   std::vector<int64_t> end(ops.size(), 0);
-  for (size_t i = 0; i < ops.size(); ++i) {
+  const size_t n = count < 0 ? ops.size() : std::min(ops.size(), static_cast<size_t>(count));
+  for (size_t i = 0; i < n; ++i) {
     const PassOp& op = ops[i];
     if (op.kind == PassOp::kKernel) {
       const int64_t b = std::max(cursor, window_begin), e = std::min(cursor + op.duration_ns, window_end);

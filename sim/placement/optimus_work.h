@@ -36,9 +36,9 @@ struct Pass {
   int64_t max_kernel_ns = 0;
   int32_t collectives = 0;
   bool empty() const { return ops.empty(); }
-  // Kernel time inside [window_begin, window_end) when the pass runs back to
-  // back from `start`.
-  int64_t compute_within(int64_t start, int64_t window_begin, int64_t window_end) const;
+  // Kernel time inside [window_begin, window_end) when the pass (its first
+  // `ops` ops; −1: all) runs back to back from `start`.
+  int64_t compute_within(int64_t start, int64_t window_begin, int64_t window_end, int32_t ops = -1) const;
 };
 
 // One data-parallel bucket of an encoder stage's trained parameters

@@ -71,6 +71,9 @@ Json optimus(const ir::OptimusInfo& o) {
   j["plans_evaluated"] = o.plans_evaluated();
   j["plans_pruned_by_memory"] = o.plans_pruned_by_memory();
   j["splits_evaluated"] = o.splits_evaluated();
+  j["forward_moves"] = o.forward_moves();
+  j["backward_moves"] = o.backward_moves();
+  j["kernel_level_cuts"] = o.kernel_level_cuts();
   j["warmup_deferral"] = o.warmup_deferral();
   j["deferrals_evaluated"] = o.deferrals_evaluated();
   j["llm_megatron_iteration_ns"] = o.llm_megatron_iteration_ns();
