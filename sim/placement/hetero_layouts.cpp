@@ -273,6 +273,7 @@ HeteroChoice choose_heterogeneous(const scenario::LoadedScenario& s, HeteroMode 
         ++out.candidates;
         const bool fits = cost::program_feasibility(p).fits();
         out.pruned_by_memory += !fits;
+        if (!fits && best && best_fits) continue;  // never chosen: no need to time it
         const int64_t ns = simulate_folded_ns(p, cost);
         // Fitting beats not fitting; then the shorter iteration; ties: the
         // enumeration order (smaller TP).
@@ -331,32 +332,35 @@ HeteroChoice choose_heterogeneous(const scenario::LoadedScenario& s, HeteroMode 
     };
     std::optional<Best> balanced, fastest;
     std::string last_reason, first_error;
-    // The island never needs more nodes than the LLM has (it would then be
-    // the bigger module); sizes ascending, so the first balanced is the smallest.
+    // Sizes ascending, so the first balanced island is the smallest; within
+    // one size pp, then tp ascending, the first that fits HBM and keeps up
+    // (less TP and PP: less replicated work and fewer bubbles). The island
+    // never needs more nodes than the LLM has (it would then be the bigger
+    // module): up to that size, the fastest island that fits is taken.
     for (int64_t n = 1; n <= llm_nodes && !balanced; ++n) {
       nodes[static_cast<size_t>(e)] = n;
       const int32_t first = first_rank_of(e);
-      std::vector<scenario::ModuleLayout> c = island_candidates(s, e, static_cast<int32_t>(n * gpn), first);
-      std::optional<Best> at_n;
-      int64_t tried_pp = 0;
-      for (const auto& cand : c) {
-        // Pipeline stages only when no shallower pipeline fits this island
-        // (PP adds warm-up and cool-down to the island).
-        if (at_n && cand.pp() > tried_pp) break;
-        tried_pp = cand.pp();
+      const bool last_size = n == llm_nodes;
+      for (const auto& cand : island_candidates(s, e, static_cast<int32_t>(n * gpn), first)) {
         std::vector<scenario::ModuleLayout> l = current;
         l[static_cast<size_t>(e)] = cand;
         // Later islands follow this one back to back.
         for (int i = e + 1; i < n_enc; ++i) l[static_cast<size_t>(i)].set_first_rank(first_rank_of(i));
         const scenario::LoadedScenario sc = with_layouts(s, l, total_nodes());
-        ir::Program p;
+        // A lower bound first: the period without recompute (recompute only
+        // adds kernels). One compile instead of a recompute search.
+        int64_t bound = 0;
         try {
-          p = compile_as(sc, scenario::HETEROGENEOUS, cost);
+          const RecomputeRequest req = recompute_request(sc, scenario::HETEROGENEOUS);
+          bound = module_period_ns(compile_with_recompute(sc, scenario::HETEROGENEOUS, cost)(req.requested), e + 1,
+                                   microbatches, cost);
         } catch (const Error& err) {
           ++out.not_buildable;
           if (first_error.empty()) first_error = err.problem();
           continue;
         }
+        if (bound > llm_period && !last_size) continue;  // cannot keep up at any recompute
+        ir::Program p = compile_as(sc, scenario::HETEROGENEOUS, cost);
         ++out.candidates;
         if (!ranks_fit(p, first, first + static_cast<int32_t>(n * gpn))) {
           ++out.pruned_by_memory;
@@ -364,13 +368,11 @@ HeteroChoice choose_heterogeneous(const scenario::LoadedScenario& s, HeteroMode 
           continue;
         }
         const int64_t period = module_period_ns(p, e + 1, microbatches, cost);
-        if (!at_n || period < at_n->period) at_n = Best{cand, n, period, std::move(p)};
-      }
-      if (!at_n) continue;
-      if (at_n->period <= llm_period) {
-        balanced = std::move(at_n);
-      } else if (!fastest || at_n->period < fastest->period) {
-        fastest = std::move(at_n);
+        if (period <= llm_period) {
+          balanced = Best{cand, n, period, std::move(p)};
+          break;
+        }
+        if (!fastest || period < fastest->period) fastest = Best{cand, n, period, std::move(p)};
       }
     }
     std::optional<Best>& pick = balanced ? balanced : fastest;

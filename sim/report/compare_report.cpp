@@ -221,6 +221,11 @@ std::string format_comparison(const Comparison& c, const CompareRunStats& run) {
     any_failed |= !p.summary;
   }
   out += "\n";
+  // Names under the table: 20 columns, wider for a longer one
+  // ("heterogeneous non-colocated").
+  int name_w = 20;
+  for (const PlacementOutcome& p : c.placements)
+    if (!p.summary || !p.fits()) name_w = std::max(name_w, static_cast<int>(display_columns(outcome_name(p))));
   if (any_over) {
     // Not ranked: a rank over HBM stops with an out-of-memory error.
     out += "  (!) does not fit HBM, not ranked\n";
@@ -231,7 +236,7 @@ std::string format_comparison(const Comparison& c, const CompareRunStats& run) {
               ? p.over_memory
               : fmt::format("{} of {} GPUs over the HBM capacity ({})", p.summary->over_capacity_ranks,
                             p.summary->num_gpus, format_gb(p.summary->memory_capacity));
-      out += fmt::format("    {:<20} {}\n", outcome_name(p), wrap(why, 90, 25));
+      out += fmt::format("    {:<{}} {}\n", outcome_name(p), name_w, wrap(why, 90, name_w + 5));
     }
     out += "\n";
   }
@@ -240,7 +245,7 @@ std::string format_comparison(const Comparison& c, const CompareRunStats& run) {
     for (const PlacementOutcome& p : c.placements) {
       if (!p.summary) {
         const std::string why = first_line(p.reason.empty() ? p.error : p.reason);
-        out += fmt::format("    {:<20} {}\n", outcome_name(p), wrap(why, 90, 25));
+        out += fmt::format("    {:<{}} {}\n", outcome_name(p), name_w, wrap(why, 90, name_w + 5));
       }
     }
     out += "\n";
