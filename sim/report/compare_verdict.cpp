@@ -51,6 +51,10 @@ std::string comparison_verdict(const Comparison& c) {
   if (!any) return "";
   const std::vector<size_t> ranking = feasible_ranking(c);
   std::string out;
+  const PlacementOutcome* co = variant(c, "colocated");
+  const PlacementOutcome* nc = variant(c, "non-colocated");
+  // The two modes are first and second: the first clause already compares them.
+  bool modes_compared = false;
   if (ranking.empty()) {
     out = "no placement fits HBM, none is ranked";
   } else {
@@ -59,13 +63,12 @@ std::string comparison_verdict(const Comparison& c) {
       out = fmt::format("{} is the only placement that fits HBM", outcome_name(best));
     } else {
       const PlacementOutcome& second = c.placements[ranking[1]];
+      modes_compared = (&best == co && &second == nc) || (&best == nc && &second == co);
       out = fmt::format("{} is best, {:.1f} % over {}", outcome_name(best), over_percent(*best.summary, *second.summary),
                         outcome_name(second));
     }
   }
-  const PlacementOutcome* co = variant(c, "colocated");
-  const PlacementOutcome* nc = variant(c, "non-colocated");
-  if (co != nullptr && nc != nullptr) {
+  if (co != nullptr && nc != nullptr && !modes_compared) {
     const std::string sc = state(*co), sn = state(*nc);
     if (sc.empty() && sn.empty()) {
       const bool co_wins = co->summary->iteration_time <= nc->summary->iteration_time;

@@ -73,9 +73,14 @@ TEST(CompareVerdict, IdleSharesSplitIslandAndLlmRanks) {
 TEST(CompareVerdict, NamesTheBestTheModesAndTheLimit) {
   const Comparison c = fixture();
   EXPECT_EQ(comparison_verdict(c),
-            "heterogeneous colocated is best, 7.4 % over heterogeneous non-colocated; heterogeneous colocated beats "
-            "non-colocated by 7.4 %; non-colocated is limited by encoder-island compute (island idle 0.0 %, LLM idle "
-            "9.0 %).");
+            "heterogeneous colocated is best, 7.4 % over heterogeneous non-colocated; non-colocated is limited by "
+            "encoder-island compute (island idle 0.0 %, LLM idle 9.0 %).");
+  // With another placement in between, the modes get their own clause.
+  Comparison slower_nc = c;
+  slower_nc.placements[3].summary->iteration_time = TimeNs(12'000'000);
+  EXPECT_NE(comparison_verdict(slower_nc).find("; heterogeneous colocated beats non-colocated by 20.0 %;"),
+            std::string::npos)
+      << comparison_verdict(slower_nc);
   const std::string table = format_comparison(c, CompareRunStats{});
   EXPECT_NE(table.find("  verdict: heterogeneous colocated is best, 7.4 % over"), std::string::npos) << table;
   EXPECT_NE(table.find("heterogeneous non-colocated"), std::string::npos);
