@@ -44,9 +44,16 @@ TEST(CompareE2E, TinyScenarioComparesEveryPlacementSideBySide) {
   const auto j = nlohmann::json::parse(read_file(dir / "c.json"));
   EXPECT_EQ(j["scenario"], "tiny-vit-gpt-8gpu");
   EXPECT_EQ(j["mode"], "folded");
-  ASSERT_EQ(j["placements"].size(), 4u);
-  const std::vector<std::string> order = {"MEGATRON_BASELINE", "MEGATRON_BALANCED", "OPTIMUS", "HETEROGENEOUS"};
+  ASSERT_EQ(j["placements"].size(), 5u);
+  const std::vector<std::string> order = {"MEGATRON_BASELINE", "MEGATRON_BALANCED", "OPTIMUS", "HETEROGENEOUS",
+                                          "HETEROGENEOUS"};
   for (size_t i = 0; i < order.size(); ++i) EXPECT_EQ(j["placements"][i]["placement"], order[i]);
+  EXPECT_EQ(j["placements"][3]["variant"], "colocated");
+  EXPECT_EQ(j["placements"][4]["variant"], "non-colocated");
+  EXPECT_NE(j["placements"][4]["layout"].get<std::string>().find("island of 8 GPUs"), std::string::npos);
+  EXPECT_TRUE(j["placements"][4].contains("idle_share_island"));
+  EXPECT_NE(r.output.find("  verdict: "), std::string::npos) << r.output;
+  EXPECT_EQ(j["verdict"].get<std::string>().empty(), false);
   const double t_llm = j["llm_only"]["iteration_time_s"].get<double>();
   EXPECT_GT(t_llm, 0.0);
   if (r.output.find("Optimus planner") == std::string::npos && j["placements"][2]["status"] == "ok") {
@@ -64,13 +71,15 @@ TEST(CompareE2E, TinyScenarioComparesEveryPlacementSideBySide) {
     SCOPED_TRACE(p["placement"].get<std::string>());
     EXPECT_NEAR(p["model_flops_per_iteration"].get<double>(), model_flops, 1e-9 * model_flops)
         << "model FLOPs must include the encoder in every placement";
-    EXPECT_EQ(p["num_gpus"], 8);
+    // The non-colocated placement adds its encoder island (one 8-GPU node).
+    const int gpus = p.value("variant", "") == "non-colocated" ? 16 : 8;
+    EXPECT_EQ(p["num_gpus"], gpus);
     const double t = p["iteration_time_s"].get<double>();
     EXPECT_GT(t, 0.0);
     EXPECT_GT(p["mfu"].get<double>(), 0.0);
     EXPECT_LT(p["mfu"].get<double>(), 1.0);
     // TFLOP/s per GPU divides the model FLOPs (encoders included) by every GPU.
-    EXPECT_NEAR(p["tflops_per_gpu"].get<double>() * 1e12 * 8 * t, p["model_flops_per_iteration"].get<double>(),
+    EXPECT_NEAR(p["tflops_per_gpu"].get<double>() * 1e12 * gpus * t, p["model_flops_per_iteration"].get<double>(),
                 1e-6 * p["model_flops_per_iteration"].get<double>());
     EXPECT_GT(p["encoder_compute_max_s"].get<double>(), 0.0) << "encoder compute ops carry module > 0";
     const auto& h = p["encoder_hidden_fraction"];
@@ -101,7 +110,9 @@ TEST(CompareE2E, TinyScenarioComparesEveryPlacementSideBySide) {
   const std::string svg = read_file(dir / "c.svg");
   EXPECT_NE(svg.find("<svg"), std::string::npos);
   EXPECT_NE(svg.find("</svg>\n"), std::string::npos);
-  for (const auto& id : order) EXPECT_NE(svg.find("id=\"placement-" + id + "\""), std::string::npos) << id;
+  for (const char* id : {"MEGATRON_BASELINE", "MEGATRON_BALANCED", "OPTIMUS", "HETEROGENEOUS_COLOCATED",
+                         "HETEROGENEOUS_NONCOLOCATED"})
+    EXPECT_NE(svg.find(std::string("id=\"placement-") + id + "\""), std::string::npos) << id;
   EXPECT_NE(svg.find("id=\"llm-only\""), std::string::npos);
   EXPECT_NE(svg.find(">encoder forward</text>"), std::string::npos) << "encoder compute drawn in its own colour";
 
@@ -131,11 +142,11 @@ TEST(CompareE2E, PlacementsOverHbmAreListedWithTheirReasonAndNotRanked) {
     ASSERT_EQ(p["status"], "ok") << p.dump();
     const std::string name = p["name"].get<std::string>();
     if (p["fits"].get<bool>()) {
-      ranked.push_back(p["placement"].get<std::string>());
+      ranked.push_back(p.value("id", p["placement"].get<std::string>()));
       EXPECT_LE(p["peak_memory_bytes"].get<int64_t>(), int64_t{9} << 29) << name;
       continue;
     }
-    over.push_back(p["placement"].get<std::string>());
+    over.push_back(p.value("id", p["placement"].get<std::string>()));
     EXPECT_TRUE(p["rank"].is_null());
     EXPECT_TRUE(p["speedup"].is_null());
     const std::string reason = p["infeasible_reason"].get<std::string>();
@@ -147,7 +158,9 @@ TEST(CompareE2E, PlacementsOverHbmAreListedWithTheirReasonAndNotRanked) {
     EXPECT_NE(r.output.find(name), std::string::npos);
     EXPECT_NE(r.output.find(reason.substr(0, 40)), std::string::npos) << "the reason under the table\n" << r.output;
   }
-  EXPECT_EQ(over, (std::vector<std::string>{"MEGATRON_BALANCED", "HETEROGENEOUS"}));
+  // Heterogeneous non-colocated: its LLM ranks (the island's GPUs fit).
+  EXPECT_EQ(over, (std::vector<std::string>{"MEGATRON_BALANCED", "HETEROGENEOUS_COLOCATED",
+                                            "HETEROGENEOUS_NONCOLOCATED"}));
   // Only those that fit are ranked, fastest first.
   ASSERT_EQ(j["ranking"].size(), 2u);
   std::vector<std::string> ranking;
@@ -159,7 +172,7 @@ TEST(CompareE2E, PlacementsOverHbmAreListedWithTheirReasonAndNotRanked) {
   double previous = 0;
   for (const std::string& k : ranking)
     for (const auto& p : j["placements"])
-      if (p["placement"] == k) {
+      if (p.value("id", p["placement"].get<std::string>()) == k) {
         EXPECT_GE(p["iteration_time_s"].get<double>(), previous);
         previous = p["iteration_time_s"].get<double>();
       }
@@ -206,13 +219,19 @@ TEST(CompareE2E, FullRunMatchesFold) {
   }
 }
 
-TEST(CompareE2E, WithoutEncoderLayoutsHeterogeneousIsNotCompared) {
+// Without encoder layouts compare derives both heterogeneous ones
+// (placement::choose_heterogeneous).
+TEST(CompareE2E, WithoutEncoderLayoutsHeterogeneousLayoutsAreDerived) {
   TempDir dir("cmp-planned");
   const auto j = compare_json(kPlanned, dir, "--no-svg");
-  ASSERT_EQ(j["placements"].size(), 3u);
+  ASSERT_EQ(j["placements"].size(), 5u);
   std::set<std::string> kinds;
-  for (const auto& p : j["placements"]) kinds.insert(p["placement"].get<std::string>());
-  EXPECT_EQ(kinds, (std::set<std::string>{"MEGATRON_BASELINE", "MEGATRON_BALANCED", "OPTIMUS"}));
+  for (const auto& p : j["placements"]) kinds.insert(p.value("id", p["placement"].get<std::string>()));
+  EXPECT_EQ(kinds, (std::set<std::string>{"MEGATRON_BASELINE", "MEGATRON_BALANCED", "OPTIMUS",
+                                          "HETEROGENEOUS_COLOCATED", "HETEROGENEOUS_NONCOLOCATED"}));
+  for (size_t i = 3; i < 5; ++i)
+    EXPECT_NE(j["placements"][i]["layout"].get<std::string>().find("searched"), std::string::npos)
+        << j["placements"][i].dump();
   expect_all_simulated(j);
 }
 

@@ -188,12 +188,9 @@ ir::Program compile(const scenario::LoadedScenario& scenario, const cost::CostMo
 std::vector<scenario::PlacementKind> applicable_placements(const scenario::LoadedScenario& scenario) {
   const auto& spec = scenario.spec;
   if (spec.model().encoders_size() == 0) return {};
-  std::vector<scenario::PlacementKind> out{scenario::MEGATRON_BASELINE, scenario::MEGATRON_BALANCED,
-                                           scenario::OPTIMUS};
-  bool all_layouts = true;
-  for (const auto& e : spec.model().encoders()) all_layouts = all_layouts && e.has_layout();
-  if (all_layouts) out.push_back(scenario::HETEROGENEOUS);
-  return out;
+  // Heterogeneous always applies: compare derives the encoders' layouts the
+  // scenario does not give (placement::choose_heterogeneous).
+  return {scenario::MEGATRON_BASELINE, scenario::MEGATRON_BALANCED, scenario::OPTIMUS, scenario::HETEROGENEOUS};
 }
 
 }  // namespace lacuna::placement

@@ -39,7 +39,8 @@ CompileWithRecompute compile_with_recompute(const scenario::LoadedScenario& scen
 
 // Placements `lacuna compare` runs for this scenario, in table order:
 // Megatron baseline, Megatron balanced (interleaved-capable shapes), Optimus,
-// and heterogeneous when every encoder has a layout.
+// and heterogeneous (`lacuna compare` runs it colocated and non-colocated,
+// deriving the layouts the scenario does not give: hetero_layouts.h).
 std::vector<scenario::PlacementKind> applicable_placements(const scenario::LoadedScenario& scenario);
 
 }  // namespace lacuna::placement

@@ -1,11 +1,13 @@
 #include "sim/report/compare_report.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <functional>
 
 #include <fmt/format.h>
 
+#include "sim/report/compare_verdict.h"
 #include "sim/report/format.h"
 #include "sim/report/json_util.h"
 #include "sim/report/names.h"
@@ -16,6 +18,20 @@
 #endif
 
 namespace lacuna::report {
+
+std::string outcome_name(const PlacementOutcome& p) {
+  std::string n(placement_name(p.kind));
+  return p.variant.empty() ? n : n + " " + p.variant;
+}
+
+std::string outcome_key(const PlacementOutcome& p) {
+  std::string k = placement_key(p.kind);
+  if (p.variant.empty()) return k;
+  k += "_";
+  for (char ch : p.variant)
+    if (ch != '-') k += static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  return k;
+}
 
 MeanBubbles mean_bubbles(const Summary& s) {
   MeanBubbles m;
@@ -127,14 +143,14 @@ std::string format_comparison(const Comparison& c, const CompareRunStats& run) {
   size_t width = 20;
   for (size_t i = 0; i < n; ++i) {
     metrics.push_back(placement_metrics(c, i));
-    width = std::max(width, display_columns(std::string(placement_name(c.placements[i].kind))) + 2);
+    width = std::max(width, display_columns(outcome_name(c.placements[i])) + 2);
   }
   width = std::max<size_t>(width, 22);
 
   std::string out;
   out += fmt::format("lacuna compare: {}\n\n", c.scenario_name.empty() ? "(unnamed)" : c.scenario_name);
   out += "  " + std::string(kLabel, ' ');
-  for (const PlacementOutcome& p : c.placements) out += pad_left(std::string(placement_name(p.kind)), width);
+  for (const PlacementOutcome& p : c.placements) out += pad_left(outcome_name(p), width);
   out += "\n";
 
   // One table row: `cell` gives the text for a simulated placement.
@@ -206,6 +222,11 @@ std::string format_comparison(const Comparison& c, const CompareRunStats& run) {
     any_failed |= !p.summary;
   }
   out += "\n";
+  // Names under the table: 20 columns, wider for a longer one
+  // ("heterogeneous non-colocated").
+  int name_w = 20;
+  for (const PlacementOutcome& p : c.placements)
+    if (!p.summary || !p.fits()) name_w = std::max(name_w, static_cast<int>(display_columns(outcome_name(p))));
   if (any_over) {
     // Not ranked: a rank over HBM stops with an out-of-memory error.
     out += "  (!) does not fit HBM, not ranked\n";
@@ -216,7 +237,7 @@ std::string format_comparison(const Comparison& c, const CompareRunStats& run) {
               ? p.over_memory
               : fmt::format("{} of {} GPUs over the HBM capacity ({})", p.summary->over_capacity_ranks,
                             p.summary->num_gpus, format_gb(p.summary->memory_capacity));
-      out += fmt::format("    {:<20} {}\n", placement_name(p.kind), wrap(why, 90, 25));
+      out += fmt::format("    {:<{}} {}\n", outcome_name(p), name_w, wrap(why, 90, name_w + 5));
     }
     out += "\n";
   }
@@ -225,11 +246,26 @@ std::string format_comparison(const Comparison& c, const CompareRunStats& run) {
     for (const PlacementOutcome& p : c.placements) {
       if (!p.summary) {
         const std::string why = first_line(p.reason.empty() ? p.error : p.reason);
-        out += fmt::format("    {:<20} {}\n", placement_name(p.kind), wrap(why, 90, 25));
+        out += fmt::format("    {:<{}} {}\n", outcome_name(p), name_w, wrap(why, 90, name_w + 5));
       }
     }
     out += "\n";
   }
+  bool any_layout = false;
+  for (const PlacementOutcome& p : c.placements) any_layout |= !p.layout.empty();
+  if (any_layout) {
+    out += "  heterogeneous layouts\n";
+    for (const PlacementOutcome& p : c.placements) {
+      if (p.layout.empty()) continue;
+      std::string text = p.layout;
+      if (p.summary)
+        if (const auto sh = island_idle_shares(*p.summary))
+          text += fmt::format("; idle: island {:.1f} %, LLM {:.1f} %", sh->island * 100.0, sh->llm * 100.0);
+      out += fmt::format("    {:<20} {}\n", p.variant, wrap(text, 90, 25));
+    }
+    out += "\n";
+  }
+  if (const std::string v = comparison_verdict(c); !v.empty()) out += "  verdict: " + wrap(v, 100, 11) + "\n\n";
   auto row = [&](std::string_view label, const std::string& value) {
     out += fmt::format("  {} {}\n", pad_right(std::string(label), kLabel - 2), value);
   };
@@ -282,15 +318,21 @@ std::string comparison_json(const Comparison& c) {
   const Summary* base = baseline_of(c);
   top["baseline"] = base != nullptr ? Json(placement_key(scenario::MEGATRON_BASELINE)) : Json(nullptr);
   Json ranking = Json::array();
-  for (size_t i : feasible_ranking(c)) ranking.push_back(placement_key(c.placements[i].kind));
+  for (size_t i : feasible_ranking(c)) ranking.push_back(outcome_key(c.placements[i]));
   top["ranking"] = std::move(ranking);
+  top["verdict"] = comparison_verdict(c);
 
   std::string list = "[";
   for (size_t i = 0; i < c.placements.size(); ++i) {
     const PlacementOutcome& p = c.placements[i];
     Json j;
     j["placement"] = placement_key(p.kind);
-    j["name"] = placement_name(p.kind);
+    j["name"] = outcome_name(p);
+    if (!p.variant.empty()) {
+      j["variant"] = p.variant;
+      j["id"] = outcome_key(p);
+      j["layout"] = p.layout;
+    }
     if (!p.summary) {
       j["status"] = "failed";
       j["error"] = p.error;
@@ -327,6 +369,10 @@ std::string comparison_json(const Comparison& c) {
       j["encoder_hidden_fraction"] = opt(m.encoder_hidden);
       j["modules"] = json_util::modules(s.info);
       if (s.info.has_optimus()) j["optimus"] = json_util::optimus(s.info.optimus());
+      if (const auto sh = island_idle_shares(s)) {
+        j["idle_share_island"] = sh->island;
+        j["idle_share_llm"] = sh->llm;
+      }
     }
     list += i == 0 ? "\n  " : ",\n  ";
     list += j.dump();

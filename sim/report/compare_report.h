@@ -25,8 +25,19 @@ struct PlacementOutcome {
   // recompute its planner chose (placement::infeasibility_reason); empty:
   // it fits (docs/memory-model.md#feasibility).
   std::string over_memory;
+  // HETEROGENEOUS only: its mode, "colocated" or "non-colocated" (compare
+  // runs both, placement::choose_heterogeneous), and the layout chosen
+  // (HeteroChoice::description). Empty for the other placements.
+  std::string variant;
+  std::string layout;
   bool fits() const { return over_memory.empty() && (!summary || summary->over_capacity_ranks == 0); }
 };
+
+// The placement's name in tables ("heterogeneous colocated") and its key in
+// the JSON ranking ("HETEROGENEOUS_COLOCATED"; the others: the scenario
+// spelling, "OPTIMUS").
+std::string outcome_name(const PlacementOutcome& outcome);
+std::string outcome_key(const PlacementOutcome& outcome);
 
 struct Comparison {
   std::string scenario_name;

@@ -157,7 +157,7 @@ TEST(CompareJson, KeysUnitsFailuresAndNoWallClock) {
   EXPECT_FALSE(j["placements"][0].contains("optimus"));
   EXPECT_EQ(j["placements"][3]["num_gpus"], 10);
   // One line per top-level key (ranking included) and per placement.
-  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 9 + 1 + 4 + 2);
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 10 + 1 + 4 + 2);  // verdict included
   EXPECT_EQ(j["ranking"], nlohmann::json({"HETEROGENEOUS", "OPTIMUS", "MEGATRON_BASELINE"}));
   EXPECT_EQ(base["rank"], 3);
   EXPECT_TRUE(base["fits"].get<bool>());

@@ -17,6 +17,7 @@
 #include "sim/core/error.h"
 #include "sim/engine/simulator.h"
 #include "sim/placement/compile.h"
+#include "sim/placement/hetero_layouts.h"
 #include "sim/placement/modules.h"
 #include "sim/report/bubble_accounting.h"
 #include "sim/report/compare_report.h"
@@ -206,14 +207,39 @@ int run_compare(const CompareOptions& o) {
       reason = "simulation failed: " + reason_of(e);
     }
   };
+  // The heterogeneous placement runs in both modes, each with the layouts the
+  // scenario gives for it or derived (placement::choose_heterogeneous).
+  struct Entry {
+    scenario::PlacementKind kind;
+    std::optional<placement::HeteroMode> mode;
+  };
+  std::vector<Entry> entries;
   for (scenario::PlacementKind kind : kinds) {
-    const std::string name(report::placement_name(kind));
+    if (kind != scenario::HETEROGENEOUS) {
+      entries.push_back({kind, std::nullopt});
+      continue;
+    }
+    entries.push_back({kind, placement::HeteroMode::kColocated});
+    entries.push_back({kind, placement::HeteroMode::kNonColocated});
+  }
+  for (const Entry& entry : entries) {
+    const scenario::PlacementKind kind = entry.kind;
     report::PlacementOutcome outcome;
     outcome.kind = kind;
+    if (entry.mode) outcome.variant = std::string(placement::hetero_mode_name(*entry.mode));
+    const std::string name = report::outcome_name(outcome);
     std::optional<ir::Program> program;
     const auto t0 = Clock::now();
     try {
-      program = calibrated ? placement::compile_as(loaded, kind, *calibrated) : placement::compile_as(loaded, kind);
+      if (entry.mode) {
+        placement::HeteroChoice choice = calibrated
+                                             ? placement::choose_heterogeneous(loaded, *entry.mode, *calibrated)
+                                             : placement::choose_heterogeneous(loaded, *entry.mode);
+        outcome.layout = choice.description;
+        program = std::move(choice.program);
+      } else {
+        program = calibrated ? placement::compile_as(loaded, kind, *calibrated) : placement::compile_as(loaded, kind);
+      }
     } catch (const Error& e) {
       outcome.error = e.what();
       outcome.reason = reason_of(e);
@@ -225,7 +251,7 @@ int run_compare(const CompareOptions& o) {
     if (program) simulate_into(name, *program, run, outcome.error, outcome.reason);
     if (run) outcome.summary = run->summary;
     if (drawn) {
-      rows.push_back(timeline_row(name, "placement-" + report::placement_key(kind), run ? &*run : nullptr,
+      rows.push_back(timeline_row(name, "placement-" + report::outcome_key(outcome), run ? &*run : nullptr,
                                   note_for(program ? &*program : nullptr,
                                            outcome.reason.empty() ? outcome.error : outcome.reason),
                                   o.rank));
@@ -268,7 +294,7 @@ int run_compare(const CompareOptions& o) {
     int64_t end = 0;
     for (const auto& p : cmp.placements) {
       if (!p.summary) continue;
-      sub += fmt::format("{}{} {}", sub.empty() ? "" : " · ", report::placement_name(p.kind),
+      sub += fmt::format("{}{} {}", sub.empty() ? "" : " · ", report::outcome_name(p),
                          report::format_duration(p.summary->iteration_time));
       end = std::max(end, p.summary->iteration_time.count());
     }
