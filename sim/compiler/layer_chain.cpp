@@ -41,6 +41,17 @@ std::vector<ChainLayer> layer_chain(const StageInputs& in, int64_t llm_layers, c
   return chain;
 }
 
+std::vector<int64_t> partition_by_count(int64_t links, int32_t parts) {
+  if (parts < 1 || parts > links)
+    throw Error("cannot split a chain of " + std::to_string(links) + " layers into " + std::to_string(parts) +
+                " non-empty virtual stages");
+  // Megatron's even split (num_layers / stages each) where it divides; the
+  // remainder otherwise goes one layer each to the earliest stages.
+  std::vector<int64_t> sizes(static_cast<size_t>(parts), links / parts);
+  for (int64_t k = 0; k < links % parts; ++k) ++sizes[static_cast<size_t>(k)];
+  return sizes;
+}
+
 std::vector<int64_t> partition_chain(const std::vector<int64_t>& times, int32_t parts) {
   const int64_t n = static_cast<int64_t>(times.size());
   if (parts < 1 || parts > n)

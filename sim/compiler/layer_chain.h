@@ -49,6 +49,13 @@ std::vector<ChainLayer> layer_chain(const StageInputs& in, int64_t llm_layers, c
 // or parts > times.size().
 std::vector<int64_t> partition_chain(const std::vector<int64_t>& times, int32_t parts);
 
+// Splits `links` chain links into `parts` contiguous parts by count, as
+// Megatron-LM splits pipeline layers: links / parts each where that divides;
+// otherwise the first links % parts parts get one link more (lacuna's rule,
+// where Megatron would need an explicit layout). Throws lacuna::Error when
+// parts < 1 or parts > links.
+std::vector<int64_t> partition_by_count(int64_t links, int32_t parts);
+
 // The largest part's sum of a partition (sizes as partition_chain returns).
 int64_t max_part_time(const std::vector<int64_t>& times, const std::vector<int64_t>& sizes);
 

@@ -103,9 +103,10 @@ ir::Program compile_megatron_mllm(const scenario::LoadedScenario& scenario, scen
                                   const cost::CostModel& cost, const std::vector<ModuleRecompute>& encoder_recompute) {
   const auto& spec = scenario.spec;
   const auto& par = spec.parallel();
-  if (kind != scenario::MEGATRON_BASELINE && kind != scenario::MEGATRON_BALANCED)
+  if (kind != scenario::MEGATRON_BASELINE && kind != scenario::MEGATRON_BALANCED &&
+      kind != scenario::MEGATRON_LAYER_SPLIT)
     throw Error(scenario.locations.locate("placement.kind"),
-                "compile_megatron_mllm builds MEGATRON_BASELINE or MEGATRON_BALANCED, not " +
+                "compile_megatron_mllm builds MEGATRON_BASELINE, MEGATRON_BALANCED or MEGATRON_LAYER_SPLIT, not " +
                     scenario::PlacementKind_Name(kind),
                 "compile other placements through placement::compile");
   const int num_encoders = spec.model().encoders_size();
@@ -119,9 +120,12 @@ ir::Program compile_megatron_mllm(const scenario::LoadedScenario& scenario, scen
   const model::ShardSpec shard{plan.dims.tp, plan.dims.cp, plan.dims.pp, par.sequence_parallel() && plan.dims.tp > 1};
   check_encoder_splits(scenario, shard);
   const bool balanced = kind == scenario::MEGATRON_BALANCED;
+  // Both cut the encoder + LLM layer chain: balanced by time, layer split by
+  // layer count (in the scenario's schedule and virtual stages).
+  const bool chained = balanced || kind == scenario::MEGATRON_LAYER_SPLIT;
   const int32_t v = balanced ? balanced_virtual_stages(scenario, plan)
                              : (par.virtual_stages() > 0 ? static_cast<int32_t>(par.virtual_stages()) : 1);
-  StageInputs base = llm_stage_inputs(scenario, plan, v, /*plan_layers=*/!balanced);
+  StageInputs base = llm_stage_inputs(scenario, plan, v, /*plan_layers=*/!chained);
   if (!encoder_recompute.empty() && static_cast<int>(encoder_recompute.size()) != num_encoders)
     throw Error("compile_megatron_mllm: internal error, " + std::to_string(encoder_recompute.size()) +
                 " encoder recompute choices for " + std::to_string(num_encoders) + " encoders");
@@ -134,7 +138,7 @@ ir::Program compile_megatron_mllm(const scenario::LoadedScenario& scenario, scen
   const int64_t llm_layers = spec.model().llm().num_layers();
   std::vector<std::string> stage_names;
 
-  if (!balanced) {
+  if (!chained) {
     // Baseline: the encoders, one after another, in the pre-process of
     // virtual stage 0 (before the LLM's embedding forward, after its backward).
     base.segments.resize(static_cast<size_t>(num_vs));
@@ -149,15 +153,17 @@ ir::Program compile_megatron_mllm(const scenario::LoadedScenario& scenario, scen
     const ChainGroups groups{group_shape(layout, plan.gpus_per_node, 0), group_shape(layout, plan.gpus_per_node, 1)};
     const auto chain = layer_chain(base, llm_layers, cost, groups);
     if (static_cast<int64_t>(chain.size()) < num_vs)
-      throw Error(scenario.locations.locate(spec.placement().balanced_virtual_stages() > 0
+      throw Error(scenario.locations.locate(balanced && spec.placement().balanced_virtual_stages() > 0
                                                 ? "placement.balanced_virtual_stages"
-                                                : "parallel.virtual_stages"),
+                                            : (balanced || v > 1) ? "parallel.virtual_stages"
+                                                                  : "parallel.pp"),
                   "the encoder + LLM chain has " + std::to_string(chain.size()) +
                       " layers, fewer than pp × virtual stages = " + std::to_string(num_vs),
-                  "use fewer balanced virtual stages (at most " + std::to_string(chain.size() / plan.dims.pp) + ")");
+                  "use fewer virtual stages (at most " + std::to_string(chain.size() / plan.dims.pp) + ")");
     std::vector<int64_t> times;
     for (const ChainLayer& link : chain) times.push_back(link.time_ns);
-    const auto sizes = partition_chain(times, num_vs);
+    const auto sizes = balanced ? partition_chain(times, num_vs)
+                                : partition_by_count(static_cast<int64_t>(chain.size()), num_vs);
     std::vector<int64_t> layers{llm_layers};
     for (const ModuleWork& w : base.encoders) layers.push_back(w.num_layers);
     base.segments = chain_segments(chain, sizes, layers);
@@ -188,7 +194,7 @@ ir::Program compile_megatron_mllm(const scenario::LoadedScenario& scenario, scen
     base.execution = scenario::resolve_execution(interleaved, scenario.locations);
   }
   add_stage_classes(scenario, base, actions, program);
-  if (balanced) {
+  if (chained) {
     // The partition, in the class names: "pp0 [vs0 enc0:patch+L0-11 | vs2 …]".
     for (int32_t r = 0; r < plan.dims.pp; ++r) {
       std::string name = "pp" + std::to_string(r) + " [";

@@ -2,7 +2,9 @@
 // - baseline: every encoder (and projector) runs in the pre-process of the
 //   LLM's first virtual stage, in the LLM's TP / CP / SP layout;
 // - balanced: interleaved 1F1B over the encoder + projector + LLM layer chain,
-//   split over pp × v virtual stages by dynamic programming on per-layer time.
+//   split over pp × v virtual stages by dynamic programming on per-layer time;
+// - layer split: the same chain split by layer count (encoder layers counted
+//   as pipeline layers), in the scenario's schedule and virtual stages.
 #pragma once
 
 #include <vector>
@@ -14,7 +16,7 @@
 
 namespace lacuna::compiler {
 
-// `kind` is MEGATRON_BASELINE or MEGATRON_BALANCED. `cost` times the layers
+// `kind` is MEGATRON_BASELINE, MEGATRON_BALANCED or MEGATRON_LAYER_SPLIT. `cost` times the layers
 // for the balanced partition (unused by the baseline). `encoder_recompute`
 // gives encoder e's recompute (one entry per encoder); empty: every encoder
 // recomputes like the LLM (parallel.recompute, every layer).

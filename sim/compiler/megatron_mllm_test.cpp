@@ -31,6 +31,7 @@ namespace {
 
 using scenario::MEGATRON_BALANCED;
 using scenario::MEGATRON_BASELINE;
+using scenario::MEGATRON_LAYER_SPLIT;
 using testing::find_stream;
 using testing::make_mllm_scenario;
 using testing::make_scenario;
@@ -307,7 +308,7 @@ TEST(MegatronBaseline, ZeroEncoderWorkGivesTheLlmOnlyIterationTime) {
 // ---------------------------------------------------------------- both placements
 
 TEST(MegatronMllm, EveryEncoderForwardHasItsBackwardUnlessFrozen) {
-  for (auto kind : {MEGATRON_BASELINE, MEGATRON_BALANCED}) {
+  for (auto kind : {MEGATRON_BASELINE, MEGATRON_BALANCED, MEGATRON_LAYER_SPLIT}) {
     for (const auto& var : variants()) {
       SCOPED_TRACE(scenario::PlacementKind_Name(kind) + " " + var.name);
       const ir::Program p = build(var.s, var.encoders, kind);
@@ -346,7 +347,7 @@ TEST(MegatronMllm, EveryEncoderForwardHasItsBackwardUnlessFrozen) {
 }
 
 TEST(MegatronMllm, SimulatesToCompletionFullAndFolded) {
-  for (auto kind : {MEGATRON_BASELINE, MEGATRON_BALANCED}) {
+  for (auto kind : {MEGATRON_BASELINE, MEGATRON_BALANCED, MEGATRON_LAYER_SPLIT}) {
     for (const auto& var : variants()) {
       SCOPED_TRACE(scenario::PlacementKind_Name(kind) + " " + var.name);
       const ir::Program p = build(var.s, var.encoders, kind);
@@ -363,7 +364,7 @@ TEST(MegatronMllm, SimulatesToCompletionFullAndFolded) {
 }
 
 TEST(MegatronMllm, MemoryDeltasBalanceAndCountEncoderActivations) {
-  for (auto kind : {MEGATRON_BASELINE, MEGATRON_BALANCED}) {
+  for (auto kind : {MEGATRON_BASELINE, MEGATRON_BALANCED, MEGATRON_LAYER_SPLIT}) {
     for (const auto& var : variants()) {
       SCOPED_TRACE(scenario::PlacementKind_Name(kind) + " " + var.name);
       const ir::Program p = build(var.s, var.encoders, kind);
@@ -444,7 +445,7 @@ TEST(MegatronBaseline, MemoryBaselineGrowsByTheEncoderModelState) {
 // Encoder parameters are reduced, gathered and updated with the LLM's, in
 // buckets of their own (module-tagged); frozen weights are not.
 TEST(MegatronMllm, DataParallelAndOptimizerCoverTrainedEncoderParameters) {
-  for (auto kind : {MEGATRON_BASELINE, MEGATRON_BALANCED}) {
+  for (auto kind : {MEGATRON_BASELINE, MEGATRON_BALANCED, MEGATRON_LAYER_SPLIT}) {
     for (const auto& var : variants()) {
       if (var.s.dp * var.s.cp == 1) continue;
       SCOPED_TRACE(scenario::PlacementKind_Name(kind) + " " + var.name);
@@ -499,7 +500,7 @@ TEST(MegatronMllm, DataParallelAndOptimizerCoverTrainedEncoderParameters) {
 }
 
 TEST(MegatronMllm, ProgramInfoIsTheLlmsWithThePlacement) {
-  for (auto kind : {MEGATRON_BASELINE, MEGATRON_BALANCED}) {
+  for (auto kind : {MEGATRON_BASELINE, MEGATRON_BALANCED, MEGATRON_LAYER_SPLIT}) {
     SCOPED_TRACE(scenario::PlacementKind_Name(kind));
     Small s;
     const ir::Program p = build(s, {SmallEncoder{}}, kind);
@@ -522,7 +523,7 @@ TEST(MegatronMllm, ProgramInfoIsTheLlmsWithThePlacement) {
 }
 
 TEST(MegatronMllm, CompilingTwiceGivesIdenticalPrograms) {
-  for (auto kind : {MEGATRON_BASELINE, MEGATRON_BALANCED}) {
+  for (auto kind : {MEGATRON_BASELINE, MEGATRON_BALANCED, MEGATRON_LAYER_SPLIT}) {
     for (const auto& var : variants()) {
       SCOPED_TRACE(scenario::PlacementKind_Name(kind) + " " + var.name);
       const auto ls = mllm(var.s, var.encoders, kind);
@@ -831,6 +832,97 @@ TEST(MegatronBalanced, PipelineMessagesAreTheTensorsCrossingEachBoundary) {
   }
   EXPECT_EQ(checked, 2 * (stages - 1) * microbatches(s));
   EXPECT_GT(inside_encoder, 0);  // the case exercises encoder boundaries
+}
+
+// ---------------------------------------------------------------- layer split
+
+// Megatron's count-based split: num_layers / stages each where that divides,
+// else the first stages one more.
+TEST(MegatronLayerSplit, CountPartitionOfHandComputedChains) {
+  EXPECT_EQ(partition_by_count(12, 4), (std::vector<int64_t>{3, 3, 3, 3}));
+  EXPECT_EQ(partition_by_count(10, 4), (std::vector<int64_t>{3, 3, 2, 2}));
+  EXPECT_EQ(partition_by_count(7, 2), (std::vector<int64_t>{4, 3}));
+  EXPECT_EQ(partition_by_count(5, 5), (std::vector<int64_t>{1, 1, 1, 1, 1}));
+  EXPECT_THROW(partition_by_count(3, 4), Error);
+  EXPECT_THROW(partition_by_count(3, 0), Error);
+}
+
+// Encoder 3 layers + LLM 4 = 7 links over pp 2: {4, 3}. Virtual stage 0 holds
+// the encoder (patch embedding … projector) and LLM layer 0 (with the
+// embedding), stage 1 LLM layers 1-3 and the head; interleaved (pp 2 × v 2,
+// 4 + 4 = 8 links): 2 each.
+TEST(MegatronLayerSplit, OpsFollowTheCountSplit) {
+  SmallEncoder enc;
+  enc.layers = 3;
+  Small s;
+  const ir::Program p = build(s, {enc}, MEGATRON_LAYER_SPLIT);
+  const auto placed = placed_layers(p, 2);
+  for (int32_t l = 0; l < 3; ++l) EXPECT_EQ(placed.at({1, l}), std::set<int32_t>{0}) << "enc L" << l;
+  EXPECT_EQ(placed.at({0, 0}), std::set<int32_t>{0});
+  for (int32_t l = 1; l < 4; ++l) EXPECT_EQ(placed.at({0, l}), std::set<int32_t>{1}) << "llm L" << l;
+  EXPECT_EQ(p.classes(0).name(), "pp0 [vs0 enc0:patch+L0-2+proj llm:emb+L0]");
+  EXPECT_EQ(p.classes(1).name(), "pp1 [vs1 llm:L1-3+head]");
+  EXPECT_EQ(p.info().schedule(), scenario::ONE_F_ONE_B);
+
+  Small interleaved;
+  interleaved.schedule = scenario::INTERLEAVED_1F1B;
+  interleaved.v = 2;
+  const ir::Program q = build(interleaved, {SmallEncoder{}}, MEGATRON_LAYER_SPLIT);
+  const auto at = placed_layers(q, 2);
+  const std::vector<std::pair<int32_t, int32_t>> order = {{1, 0}, {1, 1}, {1, 2}, {1, 3},
+                                                          {0, 0}, {0, 1}, {0, 2}, {0, 3}};
+  for (size_t i = 0; i < order.size(); ++i)
+    EXPECT_EQ(at.at(order[i]), std::set<int32_t>{static_cast<int32_t>(i / 2)}) << i;
+  EXPECT_EQ(q.info().schedule(), scenario::INTERLEAVED_1F1B);
+}
+
+// With the encoder's work (almost) free, the layer split is the LLM alone
+// with the LLM's share of each stage as its layers_per_stage: enc 2 + LLM 6
+// links over pp 2 → {4, 4}, the LLM's layers {2, 4}. (It is not the LLM's even
+// split: counting encoder layers moves LLM layers off the first stage.)
+TEST(MegatronLayerSplit, ZeroEncoderWorkGivesTheLlmWithTheSameLayerSplit) {
+  SmallEncoder enc;
+  enc.layers = 2;
+  Small s;
+  s.layers = 6;
+  s.sp = true;
+  ir::Program p = build(s, {enc}, MEGATRON_LAYER_SPLIT);
+  int64_t encoder_ops = 0;
+  for (auto& cls : *p.mutable_classes())
+    for (auto& stream : *cls.mutable_streams())
+      for (auto& op : *stream.mutable_ops()) {
+        if (op.module() == 0) continue;
+        ++encoder_ops;
+        if (op.has_compute()) op.mutable_compute()->set_fixed_duration_ns(1);
+        if (op.has_collective()) op.mutable_collective()->set_fixed_duration_ns(1);
+        if (op.has_send()) op.mutable_send()->set_fixed_duration_ns(1);
+      }
+  ASSERT_GT(encoder_ops, 0);
+  auto llm = make_scenario(s);
+  llm.spec.mutable_parallel()->add_layers_per_stage(2);
+  llm.spec.mutable_parallel()->add_layers_per_stage(4);
+  const int64_t t = end_time(p), t_llm = end_time(compile(llm));
+  EXPECT_GE(t, t_llm);
+  EXPECT_LE(t, t_llm + encoder_ops);
+}
+
+TEST(MegatronLayerSplit, ChainShorterThanTheStagesNamesTheField) {
+  SmallEncoder enc;
+  enc.layers = 1;
+  Small s;
+  s.layers = 2;
+  s.pp = 4;
+  s.gpus_per_node = 4;
+  s.global_batch = 32;
+  auto ls = make_mllm_scenario(s, {enc}, MEGATRON_LAYER_SPLIT);
+  try {
+    compile_megatron_mllm(ls, MEGATRON_LAYER_SPLIT, trivial());
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("parallel.pp"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("3 layers, fewer than pp × virtual stages = 4"), std::string::npos)
+        << e.what();
+  }
 }
 
 // ---------------------------------------------------------------- shipped scenarios

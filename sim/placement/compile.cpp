@@ -1,11 +1,14 @@
 #include "sim/placement/compile.h"
 
+#include <memory>
+
 #include "sim/compiler/compile.h"
 #include "sim/compiler/host_model.h"
 #include "sim/compiler/memory_overheads.h"
 #include "sim/compiler/megatron_mllm.h"
 #include "sim/cost/cost_model.h"
 #include "sim/placement/heterogeneous.h"
+#include "sim/placement/megatron_encoder_pp.h"
 #include "sim/placement/modules.h"
 #include "sim/placement/optimus.h"
 #include "sim/placement/recompute_fit.h"
@@ -55,7 +58,8 @@ namespace {
 RecomputeRequest megatron_request(const scenario::Scenario& spec, scenario::PlacementKind kind) {
   RecomputeRequest r;
   // The balanced partition follows the layers' times, recompute included.
-  r.fixed_order = kind == scenario::MEGATRON_BASELINE;
+  // The layer split cuts by layer count, whatever the times.
+  r.fixed_order = kind != scenario::MEGATRON_BALANCED;
   r.requested.push_back(llm_recompute(spec));
   r.adjustable.push_back(true);
   for (const auto& e : spec.model().encoders()) {
@@ -78,7 +82,7 @@ CompileWithRecompute megatron_with(const scenario::LoadedScenario& scenario, sce
       scenario::ModuleLayout l;
       l.set_tp(par.tp());
       l.set_cp(par.cp());
-      l.set_pp(kind == scenario::MEGATRON_BASELINE ? 1 : par.pp());
+      l.set_pp(kind == scenario::MEGATRON_BASELINE ? 1 : par.pp());  // chained: spread over the LLM's stages
       l.set_dp(par.dp());
       l.set_virtual_stages(p.info().virtual_stages());
       l.set_sequence_parallel(par.sequence_parallel());
@@ -120,13 +124,27 @@ CompileWithRecompute heterogeneous_with(const scenario::LoadedScenario& scenario
   };
 }
 
+// Megatron's encoder pipeline: the heterogeneous compiler on the island
+// scenario it amounts to (megatron_encoder_pp.h), recorded as its own kind.
+CompileWithRecompute encoder_pp_with(const scenario::LoadedScenario& scenario, const cost::CostModel& cost) {
+  auto island = std::make_shared<const scenario::LoadedScenario>(encoder_pp_scenario(scenario));
+  CompileWithRecompute inner = heterogeneous_with(*island, cost);
+  return [island, inner](const std::vector<ModuleRecompute>& r) {
+    ir::Program p = inner(r);
+    p.mutable_info()->set_placement(scenario::MEGATRON_ENCODER_PP);
+    return p;
+  };
+}
+
 }  // namespace
 
 RecomputeRequest recompute_request(const scenario::LoadedScenario& scenario, scenario::PlacementKind kind) {
   switch (kind) {
     case scenario::MEGATRON_BASELINE:
-    case scenario::MEGATRON_BALANCED: return megatron_request(scenario.spec, kind);
+    case scenario::MEGATRON_BALANCED:
+    case scenario::MEGATRON_LAYER_SPLIT: return megatron_request(scenario.spec, kind);
     case scenario::HETEROGENEOUS: return heterogeneous_request(scenario.spec);
+    case scenario::MEGATRON_ENCODER_PP: return heterogeneous_request(encoder_pp_scenario(scenario).spec);
     default:
       throw Error(scenario.locations.locate("placement.kind"),
                   placement_name(kind) + " plans its recompute itself (or has no recompute search)");
@@ -137,8 +155,10 @@ CompileWithRecompute compile_with_recompute(const scenario::LoadedScenario& scen
                                             const cost::CostModel& cost) {
   switch (kind) {
     case scenario::MEGATRON_BASELINE:
-    case scenario::MEGATRON_BALANCED: return megatron_with(scenario, kind, cost);
+    case scenario::MEGATRON_BALANCED:
+    case scenario::MEGATRON_LAYER_SPLIT: return megatron_with(scenario, kind, cost);
     case scenario::HETEROGENEOUS: return heterogeneous_with(scenario, cost);
+    case scenario::MEGATRON_ENCODER_PP: return encoder_pp_with(scenario, cost);
     default:
       throw Error(scenario.locations.locate("placement.kind"),
                   placement_name(kind) + " plans its recompute itself (or has no recompute search)");
@@ -155,6 +175,8 @@ ir::Program compile_placement(const scenario::LoadedScenario& scenario, scenario
   switch (kind) {
     case scenario::MEGATRON_BASELINE:
     case scenario::MEGATRON_BALANCED:
+    case scenario::MEGATRON_LAYER_SPLIT:
+    case scenario::MEGATRON_ENCODER_PP:
       return fit_recompute(recompute_request(scenario, kind), compile_with_recompute(scenario, kind, *cost), *cost)
           .program;
     case scenario::OPTIMUS:
@@ -171,7 +193,8 @@ ir::Program compile_placement(const scenario::LoadedScenario& scenario, scenario
     default:
       throw Error(scenario.locations.locate("placement.kind"),
                   "placement " + placement_name(kind) + " cannot be compiled",
-                  "choose MEGATRON_BASELINE, MEGATRON_BALANCED, OPTIMUS or HETEROGENEOUS");
+                  "choose MEGATRON_BASELINE, MEGATRON_BALANCED, OPTIMUS, HETEROGENEOUS, MEGATRON_ENCODER_PP or "
+                  "MEGATRON_LAYER_SPLIT");
   }
 }
 
@@ -189,8 +212,12 @@ std::vector<scenario::PlacementKind> applicable_placements(const scenario::Loade
   const auto& spec = scenario.spec;
   if (spec.model().encoders_size() == 0) return {};
   // Heterogeneous always applies: compare derives the encoders' layouts the
-  // scenario does not give (placement::choose_heterogeneous).
-  return {scenario::MEGATRON_BASELINE, scenario::MEGATRON_BALANCED, scenario::OPTIMUS, scenario::HETEROGENEOUS};
+  // scenario does not give (placement::choose_heterogeneous). Megatron's
+  // other two encoder placements are tried everywhere: where one cannot be
+  // built (no room for the encoder's ranks, several encoders, a chain shorter
+  // than the stages, …) compare lists it with the reason.
+  return {scenario::MEGATRON_BASELINE, scenario::MEGATRON_BALANCED,    scenario::OPTIMUS,
+          scenario::HETEROGENEOUS,     scenario::MEGATRON_ENCODER_PP, scenario::MEGATRON_LAYER_SPLIT};
 }
 
 }  // namespace lacuna::placement

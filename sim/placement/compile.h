@@ -28,8 +28,8 @@ ir::Program compile_as(const scenario::LoadedScenario& scenario, scenario::Place
                        const cost::CostModel& cost);
 
 // The recompute search's view of a multimodal placement (MEGATRON_BASELINE,
-// MEGATRON_BALANCED, HETEROGENEOUS; Optimus plans its recompute in its
-// planner): the recompute the scenario asks of each module, and the placement
+// MEGATRON_BALANCED, MEGATRON_LAYER_SPLIT, HETEROGENEOUS, MEGATRON_ENCODER_PP;
+// Optimus plans its recompute in its planner): the recompute the scenario asks of each module, and the placement
 // compiled with any recompute per module (memory overheads applied).
 // compile_as runs fit_recompute with them (docs/memory-model.md#feasibility).
 // The function refers to `scenario` and `cost`, which must outlive it.
@@ -39,8 +39,10 @@ CompileWithRecompute compile_with_recompute(const scenario::LoadedScenario& scen
 
 // Placements `lacuna compare` runs for this scenario, in table order:
 // Megatron baseline, Megatron balanced (interleaved-capable shapes), Optimus,
-// and heterogeneous (`lacuna compare` runs it colocated and non-colocated,
-// deriving the layouts the scenario does not give: hetero_layouts.h).
+// heterogeneous (`lacuna compare` runs it colocated and non-colocated,
+// deriving the layouts the scenario does not give: hetero_layouts.h), then
+// Megatron encoder PP and Megatron layer split (always listed; where one
+// cannot be built, compare says why).
 std::vector<scenario::PlacementKind> applicable_placements(const scenario::LoadedScenario& scenario);
 
 }  // namespace lacuna::placement

@@ -56,6 +56,14 @@ scenario::LoadedScenario mllm(scenario::PlacementKind kind) {
     ls.spec.mutable_placement()->set_kind(kind);
     return ls;
   }
+  if (kind == scenario::MEGATRON_ENCODER_PP) {
+    // The encoder's own ranks: dp 2 × tp 2 after the LLM's 8 (12 GPUs).
+    s.gpus_per_node = 4;
+    scenario::LoadedScenario ls =
+        compiler::testing::make_mllm_scenario(s, {compiler::testing::SmallEncoder{}}, kind);
+    ls.spec.mutable_cluster()->set_num_nodes(3);
+    return ls;
+  }
   // The balanced partition runs interleaved: 2 model chunks per rank.
   return compiler::testing::make_mllm_scenario(s, {compiler::testing::SmallEncoder{}}, kind,
                                                kind == scenario::MEGATRON_BALANCED ? 2 : 0);
@@ -77,7 +85,8 @@ TEST_P(HostModelOncePlacement, EveryOpCarriesItsCostOnce) {
 
 INSTANTIATE_TEST_SUITE_P(Placement, HostModelOncePlacement,
                          ::testing::Values(scenario::MEGATRON_BASELINE, scenario::MEGATRON_BALANCED, scenario::OPTIMUS,
-                                           scenario::HETEROGENEOUS),
+                                           scenario::HETEROGENEOUS, scenario::MEGATRON_ENCODER_PP,
+                                           scenario::MEGATRON_LAYER_SPLIT),
                          [](const ::testing::TestParamInfo<scenario::PlacementKind>& info) {
                            return scenario::PlacementKind_Name(info.param);
                          });

@@ -118,6 +118,8 @@ std::string_view placement_name(scenario::PlacementKind kind) {
     case scenario::MEGATRON_BALANCED: return "Megatron balanced";
     case scenario::OPTIMUS: return "Optimus";
     case scenario::HETEROGENEOUS: return "heterogeneous";
+    case scenario::MEGATRON_ENCODER_PP: return "Megatron encoder PP";
+    case scenario::MEGATRON_LAYER_SPLIT: return "Megatron layer split";
     default: return "unspecified";
   }
 }

@@ -110,7 +110,8 @@ void validate_variability(const Scenario& spec, const Checker& c);
 // and rank sets, placement. Runs before validate_consistency.
 void validate_multimodal(const Scenario& spec, const Checker& c);
 // Whether a HETEROGENEOUS encoder sits on an island of its own after the
-// LLM's ranks, and how many GPUs that island takes (0 without one). Valid
+// LLM's ranks, and how many GPUs that island takes (0 without one; under
+// MEGATRON_ENCODER_PP the encoder's own ranks, dp · encoder tp·pp·cp). Valid
 // once validate_multimodal passed: the LLM then owns [0, GPUs − island).
 bool has_encoder_island(const Scenario& spec);
 int64_t encoder_island_gpus(const Scenario& spec);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "sim/scenario/checks.h"
+#include "sim/scenario/encoder_pipeline.h"
 
 namespace lacuna::scenario {
 
@@ -284,7 +285,9 @@ void check_layout(const Scenario& spec, const Checker& c, int e) {
 
 // ---------------------------------------------------------------- placement
 
-std::string placement_kinds() { return "MEGATRON_BASELINE, MEGATRON_BALANCED, OPTIMUS, HETEROGENEOUS"; }
+std::string placement_kinds() {
+  return "MEGATRON_BASELINE, MEGATRON_BALANCED, OPTIMUS, HETEROGENEOUS, MEGATRON_ENCODER_PP, MEGATRON_LAYER_SPLIT";
+}
 
 void check_placement_fields(const Scenario& spec, const Checker& c) {
   const auto& pl = spec.placement();
@@ -323,16 +326,44 @@ void check_megatron(const Scenario& spec, const Checker& c) {
                  "parallel.sequence_parallel", "(the LLM's, which " + PlacementKind_Name(kind) + " gives the encoders)"});
     encoder_layers += enc.transformer().num_layers();
   }
-  if (kind != MEGATRON_BALANCED) return;
-  const int64_t v = spec.placement().balanced_virtual_stages() > 0 ? spec.placement().balanced_virtual_stages()
-                                                                   : par.virtual_stages();
+  if (kind != MEGATRON_BALANCED && kind != MEGATRON_LAYER_SPLIT) return;
+  const int64_t v = kind == MEGATRON_BALANCED && spec.placement().balanced_virtual_stages() > 0
+                        ? spec.placement().balanced_virtual_stages()
+                        : std::max<int64_t>(1, par.virtual_stages());
   const int64_t chain = encoder_layers + spec.model().llm().num_layers();
   if (chain < par.pp() * v)
-    c.fail(spec.placement().balanced_virtual_stages() > 0 ? "placement.balanced_virtual_stages"
-                                                          : "parallel.virtual_stages",
+    c.fail(kind == MEGATRON_BALANCED && spec.placement().balanced_virtual_stages() > 0
+               ? "placement.balanced_virtual_stages"
+               : "parallel.virtual_stages",
            "the encoder + LLM chain has " + s(chain) + " layers, fewer than pp × virtual stages = " + s(par.pp()) +
                " × " + s(v),
            "use fewer balanced virtual stages (at most " + s(chain / par.pp()) + ")");
+}
+
+// MEGATRON_ENCODER_PP: one encoder on stages of its own, sharing the LLM's
+// dp and cp; the rest (tp ≤ the LLM's, heads, layers, room) is checked where
+// the placement is built (placement::encoder_pp_scenario), which compare
+// reaches without validating the placement.
+void check_encoder_pp(const Scenario& spec, const Checker& c) {
+  if (spec.model().encoders_size() != 1)
+    c.fail("model.encoders",
+           "MEGATRON_ENCODER_PP is Megatron-LM's encoder pipeline, which holds one encoder (LLaVA's vision model); "
+           "the model has " + s(spec.model().encoders_size()),
+           "use HETEROGENEOUS (an island per encoder), or one encoder");
+  const auto& enc = spec.model().encoders(0);
+  if (!enc.has_layout()) return;
+  const auto& l = enc.layout();
+  const auto& par = spec.parallel();
+  if (l.dp() != par.dp())
+    c.fail(enc_path(0) + ".layout.dp",
+           "Megatron's encoder ranks share the LLM's data parallelism (world = dp · (encoder tp·pp·cp + "
+           "tp·pp·cp)); layout.dp is " + s(l.dp()) + ", the LLM's dp " + s(par.dp()),
+           "set dp: " + s(par.dp()));
+  if (l.cp() != std::max<int64_t>(1, par.cp()))
+    c.fail(enc_path(0) + ".layout.cp",
+           "Megatron's encoder and LLM share one context-parallel size; layout.cp is " + s(l.cp()) +
+               ", the LLM's cp " + s(par.cp()),
+           "set cp: " + s(std::max<int64_t>(1, par.cp())));
 }
 
 void check_optimus(const Scenario& spec, const Checker& c) {
@@ -483,6 +514,11 @@ bool has_encoder_island(const Scenario& spec) {
 }
 
 int64_t encoder_island_gpus(const Scenario& spec) {
+  if (spec.placement().kind() == MEGATRON_ENCODER_PP && spec.model().encoders_size() == 1) {
+    const EncoderPipelineDims d = megatron_encoder_pp_dims(spec);
+    const __int128 w = static_cast<__int128>(d.tp) * d.pp * d.cp * d.dp;
+    return static_cast<int64_t>(std::min<__int128>(w, Limits::kGpus));
+  }
   if (!has_encoder_island(spec)) return 0;
   for (const auto& enc : spec.model().encoders())
     if (enc.has_layout() && enc.layout().first_rank() > 0) return num_gpus(spec) - enc.layout().first_rank();
@@ -529,7 +565,9 @@ void validate_multimodal(const Scenario& spec, const Checker& c) {
     if (spec.model().encoders(e).has_layout()) check_layout(spec, c, e);
   switch (spec.placement().kind()) {
     case MEGATRON_BASELINE:
-    case MEGATRON_BALANCED: check_megatron(spec, c); break;
+    case MEGATRON_BALANCED:
+    case MEGATRON_LAYER_SPLIT: check_megatron(spec, c); break;
+    case MEGATRON_ENCODER_PP: check_encoder_pp(spec, c); break;
     case OPTIMUS: check_optimus(spec, c); break;
     case HETEROGENEOUS: check_heterogeneous(spec, c); break;
     default: break;  // rejected by check_placement_fields

@@ -86,6 +86,10 @@ const std::string kOptimus = make("    layout { tp: 1 cp: 1 pp: 1 dp: 16 first_r
 const std::string kOptimusPlanned = make("", "OPTIMUS");
 const std::string kMegatron = make("", "MEGATRON_BASELINE");
 const std::string kBalanced = make("", "MEGATRON_BALANCED");
+const std::string kLayerSplit = make("", "MEGATRON_LAYER_SPLIT");
+// MEGATRON_ENCODER_PP: the encoder on dp 4 × tp 2 ranks of its own after the
+// LLM's 16 (3 nodes).
+const std::string kEncoderPp = make("    layout { tp: 2 cp: 1 pp: 1 dp: 4 first_rank: 16 }", "MEGATRON_ENCODER_PP", "3");
 
 // The LLM-world rule of validate_consistency ("tp×cp×pp×dp = N but the
 // cluster has M GPUs") does not know encoder islands yet; until it subtracts
@@ -97,7 +101,7 @@ bool blocked_by_llm_world_rule(const Error& e) {
 Scenario parse(const std::string& text) { return parse_scenario(text, Format::kText, "mllm.pbtxt").spec; }
 
 TEST(MultimodalValid, EveryPlacementLoads) {
-  for (const auto* text : {&kColocated, &kOptimus, &kOptimusPlanned, &kMegatron, &kBalanced}) {
+  for (const auto* text : {&kColocated, &kOptimus, &kOptimusPlanned, &kMegatron, &kBalanced, &kLayerSplit, &kEncoderPp}) {
     EXPECT_NO_THROW(parse(*text)) << *text;
   }
   // The data mix as a share: 0.125 × 2048 × 4 / 256 = 4 images.
@@ -116,6 +120,25 @@ TEST(MultimodalValid, EncoderIslandPassesTheMultimodalRules) {
   } catch (const Error& e) {
     if (blocked_by_llm_world_rule(e)) GTEST_SKIP() << "validate_consistency does not know islands yet: " << e.what();
     FAIL() << e.what();
+  }
+}
+
+// The encoder pipeline's ranks come on top of the LLM's (defaults: the
+// LLM's tp, pp 1); a layout keeps the LLM's dp.
+TEST(MultimodalValid, EncoderPipelineRanksAndDp) {
+  EXPECT_NO_THROW(parse(make("", "MEGATRON_ENCODER_PP", "3")));
+  try {
+    parse(make("", "MEGATRON_ENCODER_PP", "2"));
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.where().field, "parallel.dp");
+    EXPECT_NE(e.problem().find("8 more are the encoder island"), std::string::npos) << e.what();
+  }
+  try {
+    parse(replace_once(kEncoderPp, "dp: 4 first_rank: 16", "dp: 8 first_rank: 16"));
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.where().field, "model.encoders[0].layout.dp") << e.what();
   }
 }
 
