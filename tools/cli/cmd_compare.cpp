@@ -26,12 +26,14 @@
 #include "sim/report/pipeline_svg.h"
 #include "sim/report/rank_spec.h"
 #include "sim/report/summary.h"
+#include "sim/scenario/edits.h"
 #include "sim/scenario/scenario.h"
 #include "tools/cli/calibration_option.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/load_input.h"
 #include "tools/cli/network_option.h"
 #include "tools/cli/scale_down_option.h"
+#include "tools/cli/variability_option.h"
 
 namespace lacuna::cli {
 
@@ -48,6 +50,7 @@ struct CompareOptions {
   NetworkMode network = NetworkMode::kFlow;
   CalibrationOption calibration;
   int64_t scale_down = 1;
+  scenario::ScenarioEdits edits;  // --set FIELD=VALUE
 };
 
 using Clock = std::chrono::steady_clock;
@@ -141,7 +144,7 @@ int run_compare(const CompareOptions& o) {
                 "pass the scenario file (.pbtxt, .textproto, .json): compare compiles it under every placement");
   }
   if (o.rank < 0) throw Error(SourceLocation{{}, 0, 0, "--rank"}, fmt::format("rank {} is negative", o.rank));
-  const scenario::LoadedScenario loaded = scenario::load_scenario(o.scenario, o.scale_down);
+  const scenario::LoadedScenario loaded = scenario::load_scenario(o.scenario, o.scale_down, o.edits);
   const std::vector<scenario::PlacementKind> kinds = placement::applicable_placements(loaded);
   if (kinds.empty()) {
     throw Error(loaded.locations.locate("model"),
@@ -331,6 +334,7 @@ void add_compare_command(CLI::App& app, Action& action) {
   add_network_option(sub, o->network);
   add_calibration_options(sub, o->calibration);
   add_scale_down_option(sub, o->scale_down);
+  add_set_option(sub, o->edits);
   sub->add_option("--rank", o->rank, "rank whose timeline the SVG shows for every placement")->capture_default_str();
   sub->add_option("--out-dir", o->out_dir, "directory for the default SVG (created if missing)")->capture_default_str();
   sub->callback([o, &action] { action = [o] { return run_compare(*o); }; });
