@@ -4,6 +4,8 @@
 #include "sim/report/compare_verdict.h"
 
 #include <gtest/gtest.h>
+
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 namespace lacuna::report {
@@ -81,6 +83,18 @@ TEST(CompareVerdict, NamesTheBestTheModesAndTheLimit) {
   EXPECT_NE(comparison_verdict(slower_nc).find("; heterogeneous colocated beats non-colocated by 20.0 %;"),
             std::string::npos)
       << comparison_verdict(slower_nc);
+  // Different GPU counts (the island adds GPUs): the lead per GPU too. Same
+  // tokens per iteration, so tokens/s per GPU ∝ 1 / (T · GPUs).
+  Comparison per_gpu = c;
+  auto& co = *per_gpu.placements[2].summary;
+  auto& nc = *per_gpu.placements[3].summary;
+  co.tokens_per_s = 1e9 / static_cast<double>(co.iteration_time.count());
+  nc.tokens_per_s = 1e9 / static_cast<double>(nc.iteration_time.count());
+  const double lead = (co.tokens_per_s / co.num_gpus) / (nc.tokens_per_s / nc.num_gpus) * 100.0 - 100.0;
+  EXPECT_NE(comparison_verdict(per_gpu).find(fmt::format("non-colocated (per GPU {:.1f} % ahead, on {} vs {} GPUs)",
+                                                         lead, co.num_gpus, nc.num_gpus)),
+            std::string::npos)
+      << comparison_verdict(per_gpu);
   const std::string table = format_comparison(c, CompareRunStats{});
   EXPECT_NE(table.find("  verdict: heterogeneous colocated is best, 7.4 % over"), std::string::npos) << table;
   EXPECT_NE(table.find("heterogeneous non-colocated"), std::string::npos);
