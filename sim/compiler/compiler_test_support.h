@@ -1,6 +1,7 @@
 // Scenarios for the compiler tests, filled in code (no presets, no files).
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -211,6 +212,24 @@ inline const ir::Stream* find_stream(const ir::RankClass& c, const std::string& 
   for (const auto& s : c.streams())
     if (s.name() == name) return &s;
   return nullptr;
+}
+
+// Every op of modules > 0 (encoders and their projectors) that takes time —
+// compute, collective, send — lasts exactly 1 ns, so the encoder work is
+// almost free and each such op adds at most 1 ns on any path; returns how many
+// ops that is (the bound the zero-encoder-work tests allow).
+inline int64_t make_encoder_work_free(ir::Program& p) {
+  int64_t ops = 0;
+  for (auto& c : *p.mutable_classes())
+    for (auto& s : *c.mutable_streams())
+      for (auto& op : *s.mutable_ops()) {
+        if (op.module() == 0) continue;
+        ++ops;
+        if (op.has_compute()) op.mutable_compute()->set_fixed_duration_ns(1);
+        if (op.has_collective()) op.mutable_collective()->set_fixed_duration_ns(1);
+        if (op.has_send()) op.mutable_send()->set_fixed_duration_ns(1);
+      }
+  return ops;
 }
 
 }  // namespace lacuna::compiler::testing

@@ -33,6 +33,7 @@ using scenario::MEGATRON_BALANCED;
 using scenario::MEGATRON_BASELINE;
 using scenario::MEGATRON_LAYER_SPLIT;
 using testing::find_stream;
+using testing::make_encoder_work_free;
 using testing::make_mllm_scenario;
 using testing::make_scenario;
 using testing::Small;
@@ -288,16 +289,7 @@ TEST(MegatronBaseline, ZeroEncoderWorkGivesTheLlmOnlyIterationTime) {
   for (const auto& var : variants()) {
     SCOPED_TRACE(var.name);
     ir::Program p = build(var.s, var.encoders, MEGATRON_BASELINE);
-    int64_t encoder_ops = 0;
-    for (auto& cls : *p.mutable_classes())
-      for (auto& stream : *cls.mutable_streams())
-        for (auto& op : *stream.mutable_ops()) {
-          if (op.module() == 0) continue;
-          ++encoder_ops;
-          if (op.has_compute()) op.mutable_compute()->set_fixed_duration_ns(1);
-          if (op.has_collective()) op.mutable_collective()->set_fixed_duration_ns(1);
-          if (op.has_send()) op.mutable_send()->set_fixed_duration_ns(1);
-        }
+    const int64_t encoder_ops = make_encoder_work_free(p);
     ASSERT_GT(encoder_ops, 0);
     const int64_t t = end_time(p), t_llm = end_time(compile(make_scenario(var.s)));
     EXPECT_GE(t, t_llm);
@@ -887,16 +879,7 @@ TEST(MegatronLayerSplit, ZeroEncoderWorkGivesTheLlmWithTheSameLayerSplit) {
   s.layers = 6;
   s.sp = true;
   ir::Program p = build(s, {enc}, MEGATRON_LAYER_SPLIT);
-  int64_t encoder_ops = 0;
-  for (auto& cls : *p.mutable_classes())
-    for (auto& stream : *cls.mutable_streams())
-      for (auto& op : *stream.mutable_ops()) {
-        if (op.module() == 0) continue;
-        ++encoder_ops;
-        if (op.has_compute()) op.mutable_compute()->set_fixed_duration_ns(1);
-        if (op.has_collective()) op.mutable_collective()->set_fixed_duration_ns(1);
-        if (op.has_send()) op.mutable_send()->set_fixed_duration_ns(1);
-      }
+  const int64_t encoder_ops = make_encoder_work_free(p);
   ASSERT_GT(encoder_ops, 0);
   auto llm = make_scenario(s);
   llm.spec.mutable_parallel()->add_layers_per_stage(2);

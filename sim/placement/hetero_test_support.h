@@ -105,17 +105,6 @@ inline int64_t ops_of_module_above_zero(const ir::Program& p) {
   return n;
 }
 
-// Every op of modules > 0 that takes time (compute, collective, send) lasts
-// exactly 1 ns: the program's encoder work becomes (almost) free.
-inline void make_encoder_work_free(ir::Program& p) {
-  for (auto& c : *p.mutable_classes())
-    for (auto& s : *c.mutable_streams())
-      for (auto& op : *s.mutable_ops()) {
-        if (op.module() == 0) continue;
-        if (op.has_compute()) op.mutable_compute()->set_fixed_duration_ns(1);
-        if (op.has_collective()) op.mutable_collective()->set_fixed_duration_ns(1);
-        if (op.has_send()) op.mutable_send()->set_fixed_duration_ns(1);
-      }
-}
+using compiler::testing::make_encoder_work_free;
 
 }  // namespace lacuna::placement::testing

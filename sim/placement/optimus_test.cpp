@@ -482,16 +482,7 @@ TEST(Optimus, ZeroEncoderWorkCostsAtMostOneNanosecondPerEncoderOp) {
   for (const auto& s : {make_mllm(base8()), with_layout(base8(), 1, 2, false)}) {
     const Outcome r = plan_and_simulate(s);
     ir::Program p = r.program;
-    int64_t encoder_ops = 0;
-    for (auto& cls : *p.mutable_classes())
-      for (auto& st : *cls.mutable_streams())
-        for (auto& op : *st.mutable_ops()) {
-          if (op.module() == 0) continue;
-          ++encoder_ops;
-          if (op.has_compute()) op.mutable_compute()->set_fixed_duration_ns(1);
-          if (op.has_collective()) op.mutable_collective()->set_fixed_duration_ns(1);
-          if (op.has_send()) op.mutable_send()->set_fixed_duration_ns(1);
-        }
+    const int64_t encoder_ops = compiler::testing::make_encoder_work_free(p);
     ASSERT_GT(encoder_ops, 0);
     const auto cost = cost_of(s);
     const int64_t end = engine::Simulator(p, *cost, {.fold = true}).run().end_time.count();
