@@ -278,10 +278,11 @@ PlannerResult plan_optimus(const scenario::LoadedScenario& scenario, const cost:
   // points F_i later, opening room for encoder forwards; each deferral is
   // compiled and simulated, and kept only where the estimate improves (ties:
   // the smaller deferral, so Megatron-LM's schedule where nothing is gained).
-  const auto& info0 = at.llm.info();
-  if (options.defer && !options.fixed_deferral && info0.schedule() == scenario::INTERLEAVED_1F1B &&
-      info0.pp() >= 2) {
-    for (int32_t d = 1; d <= 2 * (info0.pp() - 1); ++d) {
+  // By value: `at` is replaced inside the loop when a deferral wins.
+  const int32_t llm_pp = at.llm.info().pp();
+  const bool interleaved = at.llm.info().schedule() == scenario::INTERLEAVED_1F1B;
+  if (options.defer && !options.fixed_deferral && interleaved && llm_pp >= 2) {
+    for (int32_t d = 1; d <= 2 * (llm_pp - 1); ++d) {
       std::optional<LlmAt> deferred;
       try {
         deferred = llm_at(scenario, at.recompute, cost, d);
