@@ -139,15 +139,17 @@ struct Searched {
   size_t plan = 0;
   std::vector<int32_t> split;
   int64_t memory = 0;
+  int32_t pruned = 0;  // plans over HBM at every encoder recompute
 };
 
-Searched search_splits(const LlmAt& at, PlansAt& found, int64_t capacity, int64_t cap_splits,
+Searched search_splits(const LlmAt& at, PlansAt found, int64_t capacity, int64_t cap_splits,
                        const PlannerOptions& options, const cost::CostModel& cost, PlannerResult& stats) {
   Searched out;
   out.fits = !found.fitting.empty();
   // Nothing fits: keep the plan needing the least memory (the memory report
   // then shows the overflow) rather than refusing the comparison.
-  out.candidates = out.fits ? found.fitting : std::vector<EncoderFit>{*found.least};
+  out.candidates = out.fits ? std::move(found.fitting) : std::vector<EncoderFit>{std::move(*found.least)};
+  out.pruned = found.pruned;
   const int32_t n = at.timeline.microbatches;
   for (size_t i = 0; i < out.candidates.size(); ++i) {
     const EncoderFit& fe = out.candidates[i];
@@ -270,7 +272,7 @@ PlannerResult plan_optimus(const scenario::LoadedScenario& scenario, const cost:
   const int64_t cap_splits =
       options.max_splits_per_plan > 0 ? options.max_splits_per_plan : kDefaultMaxSplits;
   const int64_t capacity = cost::hbm_capacity_bytes(spec.cluster());
-  Searched best = search_splits(at, found, capacity, cap_splits, options, cost, out);
+  Searched best = search_splits(at, std::move(found), capacity, cap_splits, options, cost, out);
   out.llm_megatron_iteration_ns = at.timeline.iteration_ns;
 
   // Optimus's dependency-point deferral (interleaved 1F1B): fewer warm-up
@@ -294,22 +296,17 @@ PlannerResult plan_optimus(const scenario::LoadedScenario& scenario, const cost:
       if (best.fits && deferred->timeline.iteration_ns >= best.estimate) continue;
       PlansAt f = plans_at(spec, plans, sp, encoder_asked, *deferred, cost);
       if (best.fits && f.fitting.empty()) continue;
-      PlannerResult trial;
-      Searched s2 = search_splits(*deferred, f, capacity, cap_splits, options, cost, trial);
-      out.splits_evaluated += trial.splits_evaluated;
-      out.plans_evaluated += trial.plans_evaluated;
-      if (options.keep_candidates)
-        for (auto& c : trial.candidates) out.candidates.push_back(std::move(c));
+      // Its plans, splits and candidates count in `out` too.
+      Searched s2 = search_splits(*deferred, std::move(f), capacity, cap_splits, options, cost, out);
       // A plan that fits HBM beats one that does not (fewer warm-up forwards
       // also hold fewer activations), then the lower estimate.
       if ((s2.fits && !best.fits) || (s2.fits == best.fits && s2.estimate < best.estimate)) {
         best = std::move(s2);
         at = std::move(*deferred);
-        found = std::move(f);
       }
     }
   }
-  out.plans_pruned_by_memory = found.pruned;
+  out.plans_pruned_by_memory = best.pruned;
   out.fits = best.fits;
   out.peak_memory_bytes = best.memory;
   out.llm = std::move(at.llm);

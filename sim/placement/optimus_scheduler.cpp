@@ -120,12 +120,11 @@ struct BubbleScheduler::Impl {
   std::vector<std::vector<int64_t>> reduce_ready;  // per g, per bucket: handed to the DP stream (relative)
   std::vector<int64_t> op_end_scratch;
   int32_t forward_moves = 0, backward_moves = 0;
-  // Kernel-level forward moves (docs/placements.md, "Kernel-level moves"):
+  // Kernel-level forward cuts (docs/placements.md, "Kernel-level cuts"):
   // per pipeline, the op at which the last encoder stage's pass of the last
   // PRE microbatch is cut; its ops from there on run in the steady-phase
-  // bubbles. The pass's size (kNoCut's stand-in) means uncut.
+  // bubbles. The pass's op count means uncut.
   std::vector<int32_t> cut;
-  std::vector<int64_t> cut_ready;     // per pipeline: where the PRE prefix ends (abs)
   std::vector<int32_t> cut_points;    // op indices where no collective is pending, ascending
   std::map<int32_t, Pass> suffixes;   // by cut point
   int32_t forward_cuts = 0;
@@ -247,24 +246,13 @@ struct BubbleScheduler::Impl {
   }
   bool is_cut(int32_t e) const { return cut[static_cast<size_t>(e)] < last_forward_ops(); }
 
-  // The last stage's forward from op `at` on, as a pass of its own.
+  // The last stage's forward from op `at` on, as a pass of its own (cached
+  // per cut point: the search tries each many times).
   const Pass& suffix(int32_t at) {
     auto it = suffixes.find(at);
-    if (it != suffixes.end()) return it->second;
-    const Pass& whole = work.stages[static_cast<size_t>(P - 1)].forward;
-    Pass out;
-    for (size_t k = static_cast<size_t>(at); k < whole.ops.size(); ++k) {
-      PassOp op = whole.ops[k];
-      if (op.kind == PassOp::kWait) op.waits_for -= at;
-      if (op.kind == PassOp::kKernel) {
-        out.compute_ns += op.duration_ns;
-        out.max_kernel_ns = std::max(out.max_kernel_ns, op.duration_ns);
-      }
-      out.collectives += op.kind == PassOp::kCollective ? 1 : 0;
-      out.ops.push_back(std::move(op));
-    }
-    out.contiguous_ns = run_pass(out, 0, nullptr, nullptr);
-    return suffixes.emplace(at, std::move(out)).first->second;
+    if (it == suffixes.end())
+      it = suffixes.emplace(at, work.stages[static_cast<size_t>(P - 1)].forward.suffix(at)).first;
+    return it->second;
   }
 
   // Packs `pass` into GPU g's bubbles, from `ready` (relative) on and after
@@ -373,7 +361,6 @@ struct BubbleScheduler::Impl {
     bwd_moved_end.assign(static_cast<size_t>(G), kNever);
     forward_moves = backward_moves = 0;
     cut.assign(static_cast<size_t>(M), last_forward_ops());
-    cut_ready.assign(static_cast<size_t>(M), kNever);
     forward_cuts = 0;
   }
 
@@ -418,10 +405,7 @@ struct BubbleScheduler::Impl {
           r->end_ns = end;
           r->segments.push_back({stage_of(g).pre_position, 0, static_cast<int32_t>(ops)});
         }
-        if (prefix) {
-          cut_ready[static_cast<size_t>(e)] = end;
-          continue;  // its output comes from the suffix (repack_forward)
-        }
+        if (prefix) continue;  // its output comes from the suffix (repack_forward)
         if (j + 1 < P) {
           arrive = std::max(end, link_scratch[static_cast<size_t>(j)]) + in.pp_forward_ns[static_cast<size_t>(g)];
           link_scratch[static_cast<size_t>(j)] = arrive;

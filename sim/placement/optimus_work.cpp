@@ -73,29 +73,7 @@ class PassBuilder {
 
   Pass finish() {
     take_pending([](const Pending&) { return true; });
-    // Back-to-back timing: the collectives run in issue order on their own
-    // stream; the compute stream blocks only at the waits.
-    int64_t cursor = 0, stream_free = 0;
-    std::vector<int64_t> end(pass_.ops.size(), 0);
-    for (size_t i = 0; i < pass_.ops.size(); ++i) {
-      const PassOp& op = pass_.ops[i];
-      switch (op.kind) {
-        case PassOp::kKernel:
-          cursor += op.duration_ns;
-          pass_.compute_ns += op.duration_ns;
-          pass_.max_kernel_ns = std::max(pass_.max_kernel_ns, op.duration_ns);
-          break;
-        case PassOp::kCollective:
-          stream_free = std::max(stream_free, cursor) + op.duration_ns;
-          end[i] = stream_free;
-          ++pass_.collectives;
-          break;
-        case PassOp::kWait:
-          cursor = std::max(cursor, end[static_cast<size_t>(op.waits_for)]);
-          break;
-      }
-    }
-    pass_.contiguous_ns = cursor;
+    pass_.recompute_totals();
     return std::move(pass_);
   }
 
@@ -143,6 +121,43 @@ int32_t StageWork::gathers() const {
   int32_t n = 0;
   for (const DpBucket& b : buckets) n += b.gather_bytes > 0 ? 1 : 0;
   return n;
+}
+
+void Pass::recompute_totals() {
+  // Back-to-back timing: the collectives run in issue order on their own
+  // stream; the compute stream blocks only at the waits.
+  compute_ns = max_kernel_ns = 0;
+  collectives = 0;
+  int64_t cursor = 0, stream_free = 0;
+  std::vector<int64_t> end(ops.size(), 0);
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const PassOp& op = ops[i];
+    switch (op.kind) {
+      case PassOp::kKernel:
+        cursor += op.duration_ns;
+        compute_ns += op.duration_ns;
+        max_kernel_ns = std::max(max_kernel_ns, op.duration_ns);
+        break;
+      case PassOp::kCollective:
+        stream_free = std::max(stream_free, cursor) + op.duration_ns;
+        end[i] = stream_free;
+        ++collectives;
+        break;
+      case PassOp::kWait:
+        cursor = std::max(cursor, end[static_cast<size_t>(op.waits_for)]);
+        break;
+    }
+  }
+  contiguous_ns = cursor;
+}
+
+Pass Pass::suffix(int32_t at) const {
+  Pass out;
+  out.ops.assign(ops.begin() + at, ops.end());
+  for (PassOp& op : out.ops)
+    if (op.kind == PassOp::kWait) op.waits_for -= at;
+  out.recompute_totals();
+  return out;
 }
 
 int64_t Pass::compute_within(int64_t start, int64_t window_begin, int64_t window_end, int32_t count) const {

@@ -36,6 +36,11 @@ struct Pass {
   int64_t max_kernel_ns = 0;
   int32_t collectives = 0;
   bool empty() const { return ops.empty(); }
+  // Sets compute_ns, max_kernel_ns, collectives and contiguous_ns from `ops`.
+  void recompute_totals();
+  // Ops [at, end) as a pass of their own (waits re-indexed); `at` must be a
+  // point with no collective issued before it and waited for after it.
+  Pass suffix(int32_t at) const;
   // Kernel time inside [window_begin, window_end) when the pass (its first
   // `ops` ops; −1: all) runs back to back from `start`.
   int64_t compute_within(int64_t start, int64_t window_begin, int64_t window_end, int32_t ops = -1) const;
