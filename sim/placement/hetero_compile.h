@@ -41,6 +41,12 @@ void drop_empty_streams(ir::RankClass& rank_class);
 // LLM's pipeline channels 0 and 1).
 inline constexpr int32_t kBoundaryFwdChannel = 2;
 inline constexpr int32_t kBoundaryBwdChannel = 3;
+// A colocated encoder's own pipeline (pp > 1): its stages share GPUs with the
+// LLM's and with other encoders' stages, so each encoder's p2p messages get
+// channels of their own (the engine matches in order per src, dst, channel).
+inline int32_t encoder_pp_channel(int32_t encoder_index, bool forward) {
+  return 4 + 2 * encoder_index + (forward ? 0 : 1);
+}
 inline int64_t boundary_tag(int64_t direction, int64_t encoders, int64_t e, int64_t microbatches, int64_t mb) {
   return (direction * encoders + e) * microbatches + mb;
 }

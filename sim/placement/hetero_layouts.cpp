@@ -132,13 +132,20 @@ std::string_view hetero_mode_name(HeteroMode mode) {
 std::vector<scenario::ModuleLayout> colocated_candidates(const scenario::LoadedScenario& s, int e) {
   const auto& spec = s.spec;
   const auto& enc = spec.model().encoders(e);
-  const int64_t world = llm_world(spec), gpn = gpus_per_node(spec);
+  const int64_t world = llm_world(spec), gpn = gpus_per_node(spec), layers = enc.transformer().num_layers();
+  // Encoder pipeline depths dividing the LLM's, as Optimus enumerates
+  // colocated encoder plans (shared/reference/mllm-systems.md §1): every GPU
+  // then holds whole encoder stages beside its LLM stage.
+  const int64_t llm_pp = at_least_1(spec.parallel().pp());
   std::vector<scenario::ModuleLayout> out;
-  for (int64_t tp = 1; tp <= world; ++tp) {
-    if (world % tp != 0 || !tp_fits_shapes(enc, tp, gpn)) continue;
-    const int64_t dp = world / tp;
-    if (!dp_relates(spec, dp, false)) continue;
-    out.push_back(make_layout(spec, enc, tp, 1, dp, 0));
+  for (int64_t pp = 1; pp <= llm_pp; ++pp) {
+    if (llm_pp % pp != 0 || layers <= 0 || layers % pp != 0) continue;
+    for (int64_t tp = 1; tp <= world / pp; ++tp) {
+      if ((world / pp) % tp != 0 || !tp_fits_shapes(enc, tp, gpn)) continue;
+      const int64_t dp = world / pp / tp;
+      if (!dp_relates(spec, dp, false)) continue;
+      out.push_back(make_layout(spec, enc, tp, pp, dp, 0));
+    }
   }
   return out;
 }

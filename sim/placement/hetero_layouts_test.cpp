@@ -58,16 +58,19 @@ TEST(HeteroLayouts, ColocatedSearchEqualsBruteForce) {
   const HeteroChoice choice = choose_heterogeneous(sc, HeteroMode::kColocated, cost);
   EXPECT_TRUE(choice.derived);
   EXPECT_GE(choice.candidates, 3);
-  // Brute force: every TP dividing the world and the heads, DP = world / TP,
-  // every recompute, compiled and simulated rank by rank; the fastest that fits.
+  // Brute force: every PP dividing the LLM's and TP dividing the world and
+  // the heads, DP = world / (TP·PP), every recompute, compiled and simulated
+  // rank by rank; the fastest that fits.
   std::optional<int64_t> best;
-  int built = 0;
-  for (int64_t tp = 1; tp <= 8; tp *= 2) {
+  int built = 0, staged = 0;
+  for (int64_t pp = 1; pp <= 2; ++pp)
+  for (int64_t tp = 1; tp * pp <= 8; tp *= 2) {
     for (auto rc : {scenario::RECOMPUTE_NONE, scenario::RECOMPUTE_SELECTIVE, scenario::RECOMPUTE_FULL}) {
       auto s = make_mllm(llm_8(), {EncoderSpec{}});
       auto* l = s.spec.mutable_model()->mutable_encoders(0)->mutable_layout();
       l->set_tp(tp);
-      l->set_dp(8 / tp);
+      l->set_pp(pp);
+      l->set_dp(8 / tp / pp);
       l->set_recompute(rc);
       ir::Program p;
       try {
@@ -76,12 +79,14 @@ TEST(HeteroLayouts, ColocatedSearchEqualsBruteForce) {
         continue;
       }
       ++built;
+      staged += pp > 1;
       if (!cost::program_feasibility(p).fits()) continue;
       const int64_t t = full_sim_ns(p, cost);
       if (!best || t < *best) best = t;
     }
   }
   ASSERT_GE(built, 9);
+  ASSERT_GE(staged, 3) << "the space must hold encoder pipelines";
   ASSERT_TRUE(best.has_value());
   EXPECT_EQ(full_sim_ns(choice.program, cost), *best);
 }
@@ -93,7 +98,8 @@ TEST(HeteroLayouts, InfeasibleCandidatesAreNeverChosen) {
   big.ffn = 2048;
   const auto sc = without_layouts(make_mllm(llm_8(), {big}));
   const HeteroChoice free_choice = choose_heterogeneous(sc, HeteroMode::kColocated, cost);
-  const int64_t winner_tp = free_choice.program.info().modules(1).tp();
+  const auto layout_of = [](int64_t tp, int64_t pp) { return std::pair{tp, pp}; };
+  const auto winner = layout_of(free_choice.program.info().modules(1).tp(), free_choice.program.info().modules(1).pp());
   // Each candidate's peak at full recompute of every layer (the least it can hold).
   int64_t winner_peak = 0;
   std::optional<int64_t> other_peak;
@@ -110,7 +116,7 @@ TEST(HeteroLayouts, InfeasibleCandidatesAreNeverChosen) {
       continue;
     }
     const int64_t peak = cost::program_feasibility(p).worst.peak;
-    if (cand.tp() == winner_tp)
+    if (layout_of(cand.tp(), cand.pp()) == winner)
       winner_peak = peak;
     else if (!other_peak || peak < *other_peak)
       other_peak = peak;
@@ -121,7 +127,7 @@ TEST(HeteroLayouts, InfeasibleCandidatesAreNeverChosen) {
   set_capacity(tight, (*other_peak + winner_peak) / 2);
   const HeteroChoice c = choose_heterogeneous(tight, HeteroMode::kColocated, cost);
   EXPECT_TRUE(cost::program_feasibility(c.program).fits());
-  EXPECT_NE(c.program.info().modules(1).tp(), winner_tp);
+  EXPECT_NE(layout_of(c.program.info().modules(1).tp(), c.program.info().modules(1).pp()), winner);
   EXPECT_GE(c.pruned_by_memory, 1);
 }
 

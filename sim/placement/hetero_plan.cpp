@@ -141,13 +141,6 @@ EncoderPlan make_encoder(const scenario::LoadedScenario& sc, const Checker& c, c
                  s(llm_world) + ": a colocated encoder must use exactly the LLM's ranks",
              "make the encoder's tp·cp·pp·dp equal " + s(llm_world) + ", or put it on an island (first_rank ≥ " +
                  s(llm_world) + ")");
-    if (p.dims.pp != 1)
-      c.fail(at + ".pp",
-             who +
-                 ": a colocated encoder runs its forward and backward as whole phases on every rank; "
-                 "pipeline parallelism (pp = " +
-                 s(p.dims.pp) + ") is not supported there",
-             "set the encoder's pp to 1 (use its dp instead), or put it on an island");
   } else if (p.first_rank < llm_world) {
     c.fail(at + ".first_rank",
            who + ": first_rank " + s(p.first_rank) + " overlaps the LLM's ranks [0, " + s(llm_world) + ") only partly",
@@ -218,7 +211,11 @@ void check_colocated_mapping(const Checker& c, const Plan& plan, const EncoderPl
       "LLM's tp·cp (fan-in), or the LLM rank order tp-cp-pp-dp so that each LLM replica's ranks are contiguous";
   if (enc.relation != DpRelation::kFanOut) {
     for (int32_t k = 0; k < enc.dims.dp; ++k) {
-      const auto ranks = encoder_shard_ranks(enc, k, 0);
+      // Every stage of the shard (its pipeline stays inside the replica).
+      std::vector<int32_t> ranks;
+      for (int32_t j = 0; j < enc.dims.pp; ++j)
+        for (int32_t r : encoder_shard_ranks(enc, k, j)) ranks.push_back(r);
+      std::sort(ranks.begin(), ranks.end());
       const int32_t d = llm.coordinates(ranks.front()).dp();
       for (int32_t r : ranks)
         if (llm.coordinates(r).dp() != d)

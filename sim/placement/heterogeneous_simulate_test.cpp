@@ -107,6 +107,54 @@ std::vector<Case> colocated_cases() {
     c.encoders = {e};
     out.push_back(c);
   }
+  // Encoder pipelines on the LLM's GPUs (GPipe phases, a bridge to the
+  // LLM's first stage).
+  {
+    Case c{"colocated encoder pp 2, fan-in (tp 1 pp 2 dp 4)", llm_base(), {}};
+    EncoderSpec e;
+    e.pp = 2;
+    e.dp = 4;
+    c.encoders = {e};
+    out.push_back(c);
+  }
+  {
+    Case c{"colocated encoder pp 2, equal dp, the LLM's own layout", llm_base(), {}};
+    EncoderSpec e;
+    e.tp = 2;
+    e.pp = 2;
+    e.dp = 2;
+    c.encoders = {e};
+    out.push_back(c);
+  }
+  {
+    Case c{"colocated encoder pp 2 tp 2 + SP, fan-out (dp 2 vs 4)", llm_base(), {}};
+    c.llm.tp = 1;
+    c.llm.dp = 4;
+    c.llm.rank_order = "tp-cp-pp-dp";
+    EncoderSpec e;
+    e.tp = 2;
+    e.pp = 2;
+    e.dp = 2;
+    e.sp = true;
+    c.encoders = {e};
+    out.push_back(c);
+  }
+  {
+    Case c{"colocated two encoders with pp 2, one frozen, interleaved LLM", llm_base(), {}};
+    c.llm.schedule = scenario::INTERLEAVED_1F1B;
+    c.llm.v = 2;
+    EncoderSpec a;
+    a.pp = 2;
+    a.dp = 4;
+    EncoderSpec b;
+    b.frozen = true;
+    b.pp = 2;
+    b.tp = 2;
+    b.dp = 2;
+    b.layers = 4;
+    c.encoders = {a, b};
+    out.push_back(c);
+  }
   return out;
 }
 
@@ -315,8 +363,8 @@ TEST(HeterogeneousSimulate, ColocatedLlmStartsAfterEncoderForwardAndEncoderBackw
           const bool feeds = enc.relation == hetero::DpRelation::kFanOut
                                  ? hetero::colocated_shard_of_replica(plan, enc, d) == k
                                  : hetero::colocated_replica_of_shard(plan, enc, k) == d;
-          if (feeds)
-            for (int32_t r : hetero::encoder_shard_ranks(enc, k, 0)) feeders.push_back(r);
+          if (feeds)  // the ranks holding the output: the encoder's last stage
+            for (int32_t r : hetero::encoder_shard_ranks(enc, k, enc.dims.pp - 1)) feeders.push_back(r);
         }
         ASSERT_FALSE(feeders.empty());
         int64_t produced = 0, llm_done = 0;

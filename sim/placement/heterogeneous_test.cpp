@@ -312,7 +312,10 @@ TEST(Heterogeneous, ColocatedThreePhasesAroundTheLlm) {
 
 TEST(Heterogeneous, EveryEncoderMicrobatchForwardAndBackwardOnce) {
   const Small llm;  // 16 samples
-  for (const auto& enc : {EncoderSpec{}, island(1, 1, 4), island(1, 2, 1)}) {
+  EncoderSpec staged;  // colocated encoder pipeline
+  staged.pp = 2;
+  staged.dp = 4;
+  for (const auto& enc : {EncoderSpec{}, island(1, 1, 4), island(1, 2, 1), staged}) {
     const auto sc = make_mllm(llm, {enc});
     const auto plan = hetero::make_plan(sc);
     const ir::Program p = compile(sc);
@@ -335,6 +338,76 @@ TEST(Heterogeneous, EveryEncoderMicrobatchForwardAndBackwardOnce) {
     }
     EXPECT_EQ(fwd_samples, llm.global_batch) << "encoder dp " << enc.dp;
     EXPECT_EQ(bwd_samples, llm.global_batch) << "encoder dp " << enc.dp;
+  }
+}
+
+// A colocated encoder with pp > 1: each rank runs its own stage's layers,
+// activations and gradients cross between neighbouring stages of one shard
+// (every send has its receive), and the bridge joins exactly the LLM's
+// first-stage ranks of a replica with the last-stage ranks of the shards
+// feeding it, carrying the replica's embeddings.
+TEST(Heterogeneous, ColocatedEncoderPipelineStagesAndBridge) {
+  const Small llm;  // tp 2 pp 2 dp 2: replicas {0,1,4,5} and {2,3,6,7}
+  EncoderSpec enc;
+  enc.pp = 2;
+  enc.dp = 4;
+  enc.layers = 4;  // two per stage
+  const auto sc = make_mllm(llm, {enc});
+  const auto plan = hetero::make_plan(sc);
+  const ir::Program p = compile(sc);
+  const auto& e = plan.encoders[0];
+  const compiler::RankLayout el(e.dims, e.rank_order);
+  for (int32_t r = 0; r < p.ranks_size(); ++r) {
+    const int32_t stage = el.coordinates(r).pp();
+    bool embedding = false;
+    for (const auto& op : stream(p.classes(p.ranks(r).class_id()), "compute")->ops()) {
+      if (op.module() != 1 || !op.has_compute()) continue;
+      if (op.layer() >= 0) {
+        EXPECT_GE(op.layer(), 2 * stage) << "rank " << r;
+        EXPECT_LT(op.layer(), 2 * stage + 2) << "rank " << r;
+      }
+      embedding = embedding || op.compute().role() == ir::ROLE_EMBEDDING;
+    }
+    EXPECT_EQ(embedding, stage == 0) << "the patch embedding runs on the first stage only, rank " << r;
+  }
+  auto sends = testing::resolve_p2p(p, ir::ENCODER_COMM, true);
+  auto recvs = testing::resolve_p2p(p, ir::ENCODER_COMM, false);
+  std::sort(sends.begin(), sends.end());
+  std::sort(recvs.begin(), recvs.end());
+  EXPECT_EQ(sends, recvs);
+  // Forward and backward of every microbatch between the two stages of each shard.
+  EXPECT_EQ(static_cast<int64_t>(sends.size()), 2 * e.dims.dp * int64_t{e.microbatches});
+  for (const auto& m : sends) {
+    const auto a = el.coordinates(m.src), b = el.coordinates(m.dst);
+    EXPECT_EQ(a.dp(), b.dp());
+    EXPECT_EQ(std::abs(a.pp() - b.pp()), 1);
+    EXPECT_EQ(m.channel, hetero::encoder_pp_channel(0, a.pp() < b.pp()));
+  }
+  int32_t slot = -1;
+  for (int32_t i = 0; i < p.group_slots_size(); ++i)
+    if (p.group_slots(i).name() == "bnd0_fwd") slot = i;
+  ASSERT_GE(slot, 0);
+  for (int32_t r = 0; r < p.ranks_size(); ++r) {
+    const auto& b = p.ranks(r);
+    const bool llm_first = b.coord().pp() == 0, enc_last = el.coordinates(r).pp() == 1;
+    if (!llm_first && !enc_last) {
+      EXPECT_EQ(b.group(slot), -1) << "rank " << r;
+      continue;
+    }
+    ASSERT_GE(b.group(slot), 0) << "rank " << r;
+    const int32_t d = b.coord().dp();
+    std::vector<int32_t> want;
+    for (int32_t q : hetero::llm_replica_ranks(plan.llm, d))
+      if (p.ranks(q).coord().pp() == 0 || el.coordinates(q).pp() == 1) want.push_back(q);
+    const auto& g = p.groups(b.group(slot));
+    EXPECT_EQ(std::vector<int32_t>(g.ranks().begin(), g.ranks().end()), want) << "rank " << r;
+    int64_t bytes = 0;
+    for (const auto& op : stream(p.classes(b.class_id()), "boundary")->ops())
+      if (op.has_collective() && op.phase() == ir::FORWARD) {
+        EXPECT_EQ(op.collective().kind(), ir::BROADCAST);
+        bytes += op.collective().bytes();
+      }
+    EXPECT_EQ(bytes, closed_form(llm, enc)) << "rank " << r;
   }
 }
 
@@ -559,10 +632,13 @@ TEST(Heterogeneous, LayoutsThatCannotMapAreClearErrors) {
     expect({e}, "spans LLM data-parallel replicas");
   }
   {
+    // Encoder pipeline: stage 0 of shard 0 is rank 0 (replica 0), but its
+    // later stages (ranks 2, 4, 6) reach into replica 1.
     EncoderSpec e;
-    e.pp = 2;
-    e.dp = 4;
-    expect({e}, "pipeline parallelism");
+    e.pp = 4;
+    e.dp = 2;
+    e.layers = 4;
+    expect({e}, "spans LLM data-parallel replicas");
   }
   {
     EncoderSpec e = island(1, 1, 2, 4);

@@ -370,6 +370,7 @@ ir::Program emit_optimus(const scenario::LoadedScenario& scenario, const Planner
   o->set_forward_moves(r.schedule.forward_moves);
   o->set_backward_moves(r.schedule.backward_moves);
   o->set_kernel_level_cuts(r.schedule.forward_cuts);
+  o->set_kernel_level_backward_cuts(r.schedule.backward_cuts);
   o->set_deferrals_evaluated(r.deferrals_evaluated);
   o->set_llm_megatron_iteration_ns(r.llm_megatron_iteration_ns);
   const BubbleProfile bp = bubble_profile(r.timeline);

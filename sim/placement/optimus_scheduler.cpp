@@ -84,7 +84,7 @@ struct BubbleScheduler::Impl {
   const EncoderWork& work;
   const Geometry geo;
   const int32_t P, R, M, G, N;
-  bool kernel_cuts = false;            // schedule(): kernel-level forward moves too
+  bool kernel_cuts = false;            // schedule(): kernel-level forward and backward moves too
   std::vector<StageBubbles> bubbles;   // per LLM stage
   std::vector<int32_t> gpu_llm_stage;  // per g
   std::vector<uint8_t> has_backward;   // per encoder stage
@@ -128,6 +128,16 @@ struct BubbleScheduler::Impl {
   std::vector<int32_t> cut_points;    // op indices where no collective is pending, ascending
   std::map<int32_t, Pass> suffixes;   // by cut point
   int32_t forward_cuts = 0;
+  // Kernel-level backward cuts (docs/placements.md, "Kernel-level cuts"):
+  // per pipeline, the op at which the last encoder stage's backward of its
+  // first POST microbatch is cut; ops before it run in the LLM's bubbles
+  // (after the moved passes), the rest in POST. 0 means uncut.
+  std::vector<int32_t> bcut;
+  std::vector<int32_t> bwd_cut_points;  // as cut_points, of the last stage's backward
+  std::map<int32_t, Pass> bwd_prefixes, bwd_suffixes;
+  std::vector<int64_t> bcut_end;                // per pipeline: the head's end (relative)
+  std::vector<std::vector<int64_t>> bcut_op_end;  // per pipeline: the head's op ends (relative)
+  int32_t backward_cuts = 0;
 
   Schedule* rec = nullptr;  // filled when recording
 
@@ -168,22 +178,9 @@ struct BubbleScheduler::Impl {
     std::stable_sort(backward_order.begin(), backward_order.end(), [&](int32_t a, int32_t c) {
       return llm.backward_position[static_cast<size_t>(a)] < llm.backward_position[static_cast<size_t>(c)];
     });
-    {
-      // Cut points of the last encoder stage's forward: between two ops with
-      // no TP collective issued and not yet waited for (so the prefix and
-      // the suffix each hold whole record → wait pairs).
-      const Pass& last = work.stages[static_cast<size_t>(P - 1)].forward;
-      const int32_t K = static_cast<int32_t>(last.ops.size());
-      std::vector<int32_t> pending_until(static_cast<size_t>(K), -1);
-      for (int32_t k = 0; k < K; ++k)
-        if (last.ops[static_cast<size_t>(k)].kind == PassOp::kWait)
-          pending_until[static_cast<size_t>(last.ops[static_cast<size_t>(k)].waits_for)] = k;
-      int32_t open_until = -1;
-      for (int32_t k = 1; k < K; ++k) {
-        open_until = std::max(open_until, pending_until[static_cast<size_t>(k - 1)]);
-        if (open_until < k) cut_points.push_back(k);
-      }
-    }
+    cut_points = cut_points_of(work.stages[static_cast<size_t>(P - 1)].forward);
+    if (has_backward[static_cast<size_t>(P - 1)])
+      bwd_cut_points = cut_points_of(work.stages[static_cast<size_t>(P - 1)].backward);
     used.resize(static_cast<size_t>(G));
     touched.resize(static_cast<size_t>(G));
     is_touched.resize(static_cast<size_t>(G));
@@ -192,6 +189,23 @@ struct BubbleScheduler::Impl {
       used[static_cast<size_t>(g)] = sb.start;
       is_touched[static_cast<size_t>(g)].assign(sb.start.size(), 0);
     }
+  }
+
+  // Where a pass may be cut: between two ops with no TP collective issued
+  // and not yet waited for (so both parts hold whole record → wait pairs).
+  static std::vector<int32_t> cut_points_of(const Pass& pass) {
+    const int32_t K = static_cast<int32_t>(pass.ops.size());
+    std::vector<int32_t> pending_until(static_cast<size_t>(K), -1);
+    for (int32_t k = 0; k < K; ++k)
+      if (pass.ops[static_cast<size_t>(k)].kind == PassOp::kWait)
+        pending_until[static_cast<size_t>(pass.ops[static_cast<size_t>(k)].waits_for)] = k;
+    std::vector<int32_t> out;
+    int32_t open_until = -1;
+    for (int32_t k = 1; k < K; ++k) {
+      open_until = std::max(open_until, pending_until[static_cast<size_t>(k - 1)]);
+      if (open_until < k) out.push_back(k);
+    }
+    return out;
   }
 
   const StageTimeline& stage_of(int32_t g) const { return llm.stages[static_cast<size_t>(gpu_llm_stage[static_cast<size_t>(g)])]; }
@@ -248,6 +262,19 @@ struct BubbleScheduler::Impl {
 
   // The last stage's forward from op `at` on, as a pass of its own (cached
   // per cut point: the search tries each many times).
+  const Pass& bwd_prefix(int32_t at) {
+    auto it = bwd_prefixes.find(at);
+    if (it == bwd_prefixes.end())
+      it = bwd_prefixes.emplace(at, work.stages[static_cast<size_t>(P - 1)].backward.prefix(at)).first;
+    return it->second;
+  }
+  const Pass& bwd_suffix(int32_t at) {
+    auto it = bwd_suffixes.find(at);
+    if (it == bwd_suffixes.end())
+      it = bwd_suffixes.emplace(at, work.stages[static_cast<size_t>(P - 1)].backward.suffix(at)).first;
+    return it->second;
+  }
+
   const Pass& suffix(int32_t at) {
     auto it = suffixes.find(at);
     if (it == suffixes.end())
@@ -362,6 +389,10 @@ struct BubbleScheduler::Impl {
     forward_moves = backward_moves = 0;
     cut.assign(static_cast<size_t>(M), last_forward_ops());
     forward_cuts = 0;
+    bcut.assign(static_cast<size_t>(M), 0);
+    bcut_end.assign(static_cast<size_t>(M), kNever);
+    bcut_op_end.assign(static_cast<size_t>(M), {});
+    backward_cuts = 0;
   }
 
   PlacedPass* recorded(int32_t g, bool backward, int32_t x) {
@@ -646,6 +677,29 @@ struct BubbleScheduler::Impl {
     return true;
   }
 
+  // The head (ops before bcut[e]) of pipeline e's first POST backward on
+  // its last encoder stage, in the bubbles after the moved passes, from the
+  // gradient's arrival on.
+  bool pack_backward_head(int32_t e) {
+    const int32_t x = b[static_cast<size_t>(e)], at = bcut[static_cast<size_t>(e)];
+    const int32_t g = e * P + P - 1;
+    const Pass& head = bwd_prefix(at);
+    auto& op_end = bcut_op_end[static_cast<size_t>(e)];
+    op_end.assign(head.ops.size(), 0);
+    PackResult res;
+    PlacedPass* r = rec != nullptr ? &rec->gpus[static_cast<size_t>(g)].backward[static_cast<size_t>(x)] : nullptr;
+    if (r) r->segments.clear();
+    if (!pack(g, head, eb_ready[static_cast<size_t>(e)][static_cast<size_t>(x)], bwd_front[static_cast<size_t>(g)],
+              std::numeric_limits<int32_t>::max(), res, r ? &r->segments : nullptr, nullptr, op_end.data()))
+      return false;
+    if (r) {
+      r->x = x;
+      r->cut_op = at;
+    }
+    bcut_end[static_cast<size_t>(e)] = res.end;
+    return true;
+  }
+
   // POST passes, encoder data-parallel reduction and optimizer; the
   // estimated iteration. `critical`: the pipeline whose encoder backward
   // ends last, when encoder work (not the LLM) sets the end; else −1.
@@ -664,20 +718,29 @@ struct BubbleScheduler::Impl {
           if (!has_backward[static_cast<size_t>(j)]) continue;
           const int32_t g = e * P + j;
           const StageWork& sw = work.stages[static_cast<size_t>(j)];
-          const Pass& pass = sw.backward;
-          const int64_t start = std::max(cursor_scratch[static_cast<size_t>(j)], arrive);
+          // A cut pass runs only its tail here, after its head in the bubbles.
+          const int32_t at = j + 1 == P && x == b[static_cast<size_t>(e)] ? bcut[static_cast<size_t>(e)] : 0;
+          const Pass& pass = at > 0 ? bwd_suffix(at) : sw.backward;
+          int64_t start = std::max(cursor_scratch[static_cast<size_t>(j)], arrive);
+          if (at > 0) start = std::max(start, bcut_end[static_cast<size_t>(e)]);
           int64_t end = start + pass.contiguous_ns;
           if (x + 1 == nn && sw.data_parallel()) {
-            op_end_scratch.assign(pass.ops.size(), 0);
-            end = run_pass(pass, start, nullptr, op_end_scratch.data());
+            op_end_scratch.assign(sw.backward.ops.size(), 0);
+            const auto& head = bcut_op_end[static_cast<size_t>(e)];
+            if (at > 0) std::copy(head.begin(), head.end(), op_end_scratch.begin());
+            end = run_pass(pass, start, nullptr, op_end_scratch.data() + at);
             note_reduce_ready(g, end);
           }
           cursor_scratch[static_cast<size_t>(j)] = end;
-          if (PlacedPass* r = recorded(g, true, x)) {
+          PlacedPass* r = at > 0 ? (rec != nullptr ? &rec->gpus[static_cast<size_t>(g)].backward[static_cast<size_t>(x)]
+                                                   : nullptr)
+                                 : recorded(g, true, x);
+          if (r) {
             r->in_bubbles = false;
             r->start_ns = start;
             r->end_ns = end;
-            r->segments.push_back({stage_of(g).post_position, 0, static_cast<int32_t>(pass.ops.size())});
+            r->segments.push_back(
+                {stage_of(g).post_position, at, static_cast<int32_t>(sw.backward.ops.size())});
           }
           if (j > 0 && has_backward[static_cast<size_t>(j - 1)]) {
             auto& link = link_scratch[static_cast<size_t>(j - 1)];
@@ -825,6 +888,64 @@ struct BubbleScheduler::Impl {
     }
   }
 
+  // Kernel-level backward moves, after the whole-microbatch ones: while
+  // encoder work sets the iteration's end, the critical pipeline's first
+  // POST backward is cut on its last encoder stage at the op that gives the
+  // smallest estimate; the head runs in the LLM's bubbles (kernel by kernel,
+  // after the moved passes, from the gradient's arrival), the tail in POST.
+  // Kept only if the estimate shrinks, each pipeline cut at most once; the
+  // same stride search as cut_forward.
+  void cut_backward(int32_t& critical, int64_t& estimate) {
+    if (bwd_cut_points.empty()) return;
+    std::vector<uint8_t> tried(static_cast<size_t>(M), 0);
+    while (critical >= 0 && !tried[static_cast<size_t>(critical)]) {
+      const int32_t e = critical;
+      tried[static_cast<size_t>(e)] = 1;
+      if (b[static_cast<size_t>(e)] >= n[static_cast<size_t>(e)]) break;
+      const int32_t g = e * P + P - 1;
+      int64_t best = estimate;
+      int32_t best_cut = 0;
+      auto attempt = [&](int32_t at) {
+        const Frontier saved = bwd_front[static_cast<size_t>(g)];
+        logging = true;
+        bcut[static_cast<size_t>(e)] = at;
+        int32_t next = -1;
+        if (pack_backward_head(e)) {
+          const int64_t est = backward_eval(next);
+          if (est < best) {
+            best = est;
+            best_cut = at;
+          }
+        }
+        while (!undo.empty()) {
+          const Undo u = undo.back();
+          undo.pop_back();
+          used[static_cast<size_t>(u.g)][static_cast<size_t>(u.b)] = u.old;
+        }
+        logging = false;
+        bwd_front[static_cast<size_t>(g)] = saved;
+        bcut[static_cast<size_t>(e)] = 0;
+      };
+      const auto count = static_cast<int32_t>(bwd_cut_points.size());
+      const int32_t stride = std::max(1, count / 64);
+      int32_t best_index = -1;
+      for (int32_t i = 0; i < count; i += stride) {
+        const int32_t had = best_cut;
+        attempt(bwd_cut_points[static_cast<size_t>(i)]);
+        if (best_cut != had) best_index = i;
+      }
+      if (best_index >= 0 && stride > 1)
+        for (int32_t i = std::max(0, best_index - stride + 1); i < std::min(count, best_index + stride); ++i)
+          if (i != best_index) attempt(bwd_cut_points[static_cast<size_t>(i)]);
+      bcut[static_cast<size_t>(e)] = best_cut;
+      if (best_cut > 0 && !pack_backward_head(e))
+        throw Error("Optimus scheduler: cannot restore the kernel-level backward placement");
+      estimate = backward_eval(critical);
+      if (best_cut == 0) break;
+      ++backward_cuts;
+    }
+  }
+
   int64_t run(const std::vector<int32_t>& split, bool coarse_only) {
     reset_split(split);
     for (int32_t e = 0; e < M; ++e) compute_pre(e);
@@ -895,6 +1016,7 @@ struct BubbleScheduler::Impl {
         estimate = next_estimate;
         critical = next;
       }
+      if (kernel_cuts) cut_backward(critical, estimate);
     }
     return estimate;
   }
@@ -903,8 +1025,8 @@ struct BubbleScheduler::Impl {
     kernel_cuts = !coarse_only;
     const int64_t estimate = run(split, coarse_only);
     kernel_cuts = false;
-    const std::vector<int32_t> moved_f = f, moved_b = b, cuts = cut;
-    const int32_t fm = forward_moves, bm = backward_moves, fc = forward_cuts;
+    const std::vector<int32_t> moved_f = f, moved_b = b, cuts = cut, bcuts = bcut;
+    const int32_t fm = forward_moves, bm = backward_moves, fc = forward_cuts, bc = backward_cuts;
     Schedule out;
     out.split = split;
     out.coarse_only = coarse_only;
@@ -935,6 +1057,10 @@ struct BubbleScheduler::Impl {
       for (int32_t x = 0; x < moved_b[static_cast<size_t>(e)]; ++x)
         if (!pack_backward(e, x)) throw Error("Optimus scheduler: replay of the backward placement failed");
     b = moved_b;
+    bcut = bcuts;
+    for (int32_t e = 0; e < M; ++e)
+      if (bcut[static_cast<size_t>(e)] > 0 && !pack_backward_head(e))
+        throw Error("Optimus scheduler: replay of the kernel-level backward placement failed");
     const int64_t replayed = backward_eval(critical);
     rec = nullptr;
     if (replayed != estimate) throw Error("Optimus scheduler: replay estimate differs from the search's");
@@ -944,6 +1070,7 @@ struct BubbleScheduler::Impl {
     out.forward_moves = fm;
     out.backward_moves = bm;
     out.forward_cuts = fc;
+    out.backward_cuts = bc;
     out.source_pipeline.resize(static_cast<size_t>(N));
     out.source_x.resize(static_cast<size_t>(N));
     out.forward_arrival_ns = arrival;
@@ -981,10 +1108,15 @@ struct BubbleScheduler::Impl {
         PlacedPass& pass = gp.backward[x];
         pass.llm_microbatch = llm_mb[static_cast<size_t>(e)][x];
         gp.compute_ns += sw.backward.compute_ns;
-        if (pass.in_bubbles)
+        if (pass.in_bubbles) {
           gp.inside_ns += sw.backward.compute_ns;
-        else
+        } else if (pass.cut_op >= 0) {
+          // The head in the bubbles, the tail where it overlaps POST.
+          gp.inside_ns += bwd_prefix(pass.cut_op).compute_ns +
+                          bwd_suffix(pass.cut_op).compute_within(pass.start_ns, st.post_start_ns, st.post_end_ns);
+        } else {
           gp.inside_ns += sw.backward.compute_within(pass.start_ns, st.post_start_ns, st.post_end_ns);
+        }
         pass.start_ns += delta;
         pass.end_ns += delta;
       }

@@ -61,8 +61,10 @@ struct PlacedPass {
   int32_t x = 0;            // microbatch index within the encoder pipeline
   int32_t llm_microbatch = 0;
   bool in_bubbles = false;  // moved by the fine step (else PRE / POST)
-  // A forward cut at the kernel level: ops before it run in PRE, the rest
-  // in the steady-phase bubbles (segments after the first); −1 when uncut.
+  // A cut at the kernel level; −1 when uncut. Forward: ops before it run in
+  // PRE, the rest in the steady-phase bubbles (segments after the first).
+  // Backward: ops before it run in the bubbles, the rest in POST (the last
+  // segment); start_ns is then the start of the POST part.
   int32_t cut_op = -1;
   int64_t start_ns = 0, end_ns = 0;  // estimated, absolute
   std::vector<Segment> segments;
@@ -87,6 +89,9 @@ struct Schedule {
   // Kernel-level forward moves: pipelines whose last PRE microbatch was cut
   // (schedule() only; evaluate() moves whole microbatches).
   int32_t forward_cuts = 0;
+  // Kernel-level backward moves: pipelines whose first POST microbatch was
+  // cut, its head run in the LLM's bubbles (schedule() only).
+  int32_t backward_cuts = 0;
   // Per LLM microbatch i: the encoder pipeline and its microbatch x feeding it,
   // the estimated arrival of its vision embeddings at LLM stage 0 (EF_i,
   // absolute) and of its gradient at that pipeline's last stage.

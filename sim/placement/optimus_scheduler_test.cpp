@@ -207,7 +207,27 @@ TEST(OptimusScheduler, BackwardMovesShortenThePostOverflow) {
   EXPECT_EQ(f.gpus[0].backward[0].start_ns, 820);
   EXPECT_EQ(f.gpus[0].backward[0].segments[0].position, 46);
   EXPECT_FALSE(f.gpus[0].backward[1].in_bubbles);
-  EXPECT_EQ(f.estimate_ns, 940 + 10);
+  // Whole microbatches only (the planner's search): POST backward 900–940.
+  EXPECT_EQ(s.evaluate({2}, false), 940 + 10);
+  // Kernel level: microbatch 1's first kernel takes the bubble's last 20 ns
+  // (860–880) and its second runs in POST 900–920.
+  EXPECT_EQ(f.backward_cuts, 1);
+  const auto& cut = f.gpus[0].backward[1];
+  EXPECT_EQ(cut.cut_op, 1);
+  ASSERT_EQ(cut.segments.size(), 2u);
+  EXPECT_EQ(cut.segments[0].position, 46);
+  EXPECT_EQ(cut.segments[0].begin, 0);
+  EXPECT_EQ(cut.segments[0].end, 1);
+  EXPECT_EQ(cut.segments[1].position, 50);  // POST
+  EXPECT_EQ(cut.segments[1].begin, 1);
+  EXPECT_EQ(cut.segments[1].end, 2);
+  EXPECT_EQ(cut.start_ns, 900);
+  EXPECT_EQ(cut.end_ns, 920);
+  EXPECT_EQ(f.estimate_ns, 920 + 10);
+  // Efficiency by hand: of 140 ns of encoder kernels, both forwards (60) run
+  // in the 100 ns PRE bubble, microbatch 0's backward (40) and the cut head
+  // (20) in bubble 46, and 5 of the tail's 20 ns in the POST bubble.
+  EXPECT_DOUBLE_EQ(f.efficiency, 125.0 / 140.0);
   EXPECT_GE(f.efficiency, c.efficiency);
 }
 

@@ -358,17 +358,18 @@ std::vector<Variant> variants() {
 }
 
 TEST(Optimus, SimulatedProgramsKeepEveryDependency) {
-  int forward_moves = 0, backward_moves = 0, forward_cuts = 0;
+  int forward_moves = 0, backward_moves = 0, forward_cuts = 0, backward_cuts = 0;
   for (const auto& var : variants()) {
     SCOPED_TRACE(var.name);
     const auto s = var.make();
     const Outcome r = plan_and_simulate(s);
     const auto& o = r.program.info().optimus();
-    std::printf("  %-48s tp%d pp%d m=%-2d est %.3f sim %.3f llm %.3f ms, δ %.3f, eff %.2f→%.2f, moves %d/%d, cuts %d\n",
+    std::printf("  %-48s tp%d pp%d m=%-2d est %.3f sim %.3f llm %.3f ms, δ %.3f, eff %.2f→%.2f, moves %d/%d, cuts %d/%d\n",
                 var.name.c_str(), o.encoder_tp(), o.encoder_pp(), o.encoder_pipelines_per_llm_pipeline(),
                 o.estimated_iteration_ns() / 1e6, r.end / 1e6, o.llm_only_iteration_ns() / 1e6,
                 r.plan.schedule.delta_ns / 1e6, o.coarse_efficiency(), o.fine_efficiency(),
-                r.plan.schedule.forward_moves, r.plan.schedule.backward_moves, r.plan.schedule.forward_cuts);
+                r.plan.schedule.forward_moves, r.plan.schedule.backward_moves, r.plan.schedule.forward_cuts,
+                r.plan.schedule.backward_cuts);
     check_invariants(s, r);
     // Ranks of one class are interchangeable: simulating every rank gives
     // the same iteration as one representative per class.
@@ -387,6 +388,7 @@ TEST(Optimus, SimulatedProgramsKeepEveryDependency) {
     forward_moves += r.plan.schedule.forward_moves;
     backward_moves += r.plan.schedule.backward_moves;
     forward_cuts += r.plan.schedule.forward_cuts;
+    backward_cuts += r.plan.schedule.backward_cuts;
   }
   // The variants exercise encoder work in the LLM's steady-phase bubbles.
   EXPECT_GT(forward_moves, 0);

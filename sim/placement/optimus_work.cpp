@@ -160,6 +160,13 @@ Pass Pass::suffix(int32_t at) const {
   return out;
 }
 
+Pass Pass::prefix(int32_t at) const {
+  Pass out;
+  out.ops.assign(ops.begin(), ops.begin() + at);
+  out.recompute_totals();
+  return out;
+}
+
 int64_t Pass::compute_within(int64_t start, int64_t window_begin, int64_t window_end, int32_t count) const {
   int64_t cursor = start, stream_free = start, inside = 0;
   std::vector<int64_t> end(ops.size(), 0);

@@ -41,6 +41,8 @@ struct Pass {
   // Ops [at, end) as a pass of their own (waits re-indexed); `at` must be a
   // point with no collective issued before it and waited for after it.
   Pass suffix(int32_t at) const;
+  // Ops [0, at) as a pass of their own (the same condition on `at`).
+  Pass prefix(int32_t at) const;
   // Kernel time inside [window_begin, window_end) when the pass (its first
   // `ops` ops; −1: all) runs back to back from `start`.
   int64_t compute_within(int64_t start, int64_t window_begin, int64_t window_end, int32_t ops = -1) const;

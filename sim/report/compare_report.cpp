@@ -284,9 +284,11 @@ std::string format_comparison(const Comparison& c, const CompareRunStats& run) {
     row("Optimus plan", fmt::format("encoder TP {} · PP {} · DP {} ({} encoder pipelines per LLM pipeline)",
                                     o.encoder_tp(), o.encoder_pp(), o.encoder_dp(),
                                     o.encoder_pipelines_per_llm_pipeline()));
-    row("Optimus fine step", fmt::format("{} forward / {} backward microbatches moved into bubbles; {} forward passes "
-                                         "cut at the kernel level",
-                                         o.forward_moves(), o.backward_moves(), o.kernel_level_cuts()));
+    row("Optimus fine step", wrap(fmt::format("{} forward / {} backward microbatches moved into bubbles; {} forward / {} "
+                                              "backward passes cut at the kernel level",
+                                              o.forward_moves(), o.backward_moves(), o.kernel_level_cuts(),
+                                              o.kernel_level_backward_cuts()),
+                                  90, 31));
     row("Optimus deferral", wrap(optimus_deferral_text(o), 90, 31));
     row("LLM bubbles seen", wrap(optimus_bubble_profile_text(o) + " of the LLM alone", 90, 31));
   }

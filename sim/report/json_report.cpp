@@ -74,6 +74,7 @@ Json optimus(const ir::OptimusInfo& o) {
   j["forward_moves"] = o.forward_moves();
   j["backward_moves"] = o.backward_moves();
   j["kernel_level_cuts"] = o.kernel_level_cuts();
+  j["kernel_level_backward_cuts"] = o.kernel_level_backward_cuts();
   j["warmup_deferral"] = o.warmup_deferral();
   j["deferrals_evaluated"] = o.deferrals_evaluated();
   j["llm_megatron_iteration_ns"] = o.llm_megatron_iteration_ns();

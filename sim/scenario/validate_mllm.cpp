@@ -460,11 +460,6 @@ void check_heterogeneous(const Scenario& spec, const Checker& c) {
                  "'s: non-colocated encoders share one island layout (same tp, cp, pp, dp, virtual_stages, "
                  "sequence_parallel and first_rank)",
              "copy " + enc_path(first_island) + ".layout");
-    if (colocated && l.pp() != 1)
-      c.fail(p + ".pp",
-             "a colocated encoder runs unpipelined: the three-phase colocated schedule runs every encoder forward "
-             "before the LLM's 1F1B and every backward after it, on all ranks; encoder pp is " + s(l.pp()),
-             "set pp: 1 and put the ranks into dp (tp·cp·dp = " + s(w) + "), or move the encoder to an island");
     // Batch shards cross the boundary 1:1, fanned in or fanned out.
     const int64_t dp_enc = l.dp(), dp_llm = par.dp();
     if (dp_enc % dp_llm != 0 && dp_llm % dp_enc != 0)

@@ -109,6 +109,9 @@ TEST(MultimodalValid, EveryPlacementLoads) {
   // A colocated encoder with TP, SP and fan-in (encoder dp 2 < LLM dp 4).
   EXPECT_NO_THROW(parse(replace_once(kColocated, "layout { tp: 1 cp: 1 pp: 1 dp: 16 first_rank: 0 }",
                                      "layout { tp: 8 cp: 1 pp: 1 dp: 2 first_rank: 0 sequence_parallel: true }")));
+  // A colocated encoder with its own pipeline (GPipe phases on the LLM's GPUs).
+  EXPECT_NO_THROW(parse(replace_once(kColocated, "layout { tp: 1 cp: 1 pp: 1 dp: 16 first_rank: 0 }",
+                                     "layout { tp: 1 cp: 1 pp: 2 dp: 8 first_rank: 0 }")));
   // Optimus with encoder pp dividing the LLM's (2) and tp dividing its tp.
   EXPECT_NO_THROW(parse(replace_once(kOptimus, "layout { tp: 1 cp: 1 pp: 1 dp: 16 first_rank: 0 }",
                                      "layout { tp: 2 cp: 1 pp: 2 dp: 4 first_rank: 0 }")));
@@ -291,8 +294,6 @@ const Case kCases[] = {
     {"hetero_offload_needs_colocation", &kIsland, "kind: HETEROGENEOUS",
      "kind: HETEROGENEOUS\n  heterogeneous { offload_encoder: true }", "placement.heterogeneous.offload_encoder",
      "the encoders here sit on an island of their own", "offload_encoder: true"},
-    {"hetero_colocated_unpipelined", &kColocated, kColLayout, "layout { tp: 1 cp: 1 pp: 2 dp: 8 first_rank: 0 }",
-     kL + "pp", "a colocated encoder runs unpipelined: the three-phase colocated schedule"},
     {"hetero_dp_divides", &kIsland, kIslandLayout, "layout { tp: 1 cp: 1 pp: 1 dp: 3 first_rank: 16 }", kL + "dp",
      "encoder dp=3 and LLM dp=4: one must divide the other"},
     {"hetero_batch_over_encoder_dp", &kColocated, "global_batch: 32", "global_batch: 24", kL + "dp",
