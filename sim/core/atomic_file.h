@@ -1,5 +1,10 @@
 // Output files appear complete or not at all: content goes to a temporary
-// name in the same directory and is renamed over the target on commit().
+// name beside the target and is renamed over it on commit(). The target is
+// the path with its symlinks followed (the link itself stays); an existing
+// device, FIFO or other non-regular file is written through in place, so
+// `--json /dev/stdout` streams and `/dev/full` reports its error
+// (sim/core/output_path.h). A temporary file is removed if the process is
+// interrupted by SIGINT, SIGTERM or SIGHUP (sim/core/interrupt_cleanup.h).
 #pragma once
 
 #include <cstdio>
@@ -10,7 +15,9 @@ namespace lacuna {
 
 class AtomicFile {
  public:
-  explicit AtomicFile(std::string path);  // throws lacuna::Error if it cannot be created
+  // Throws lacuna::Error if the path is refused (resolve_output) or the file
+  // cannot be created.
+  explicit AtomicFile(std::string path);
   AtomicFile(const AtomicFile&) = delete;
   AtomicFile& operator=(const AtomicFile&) = delete;
   ~AtomicFile();  // removes the temporary file unless committed
@@ -22,9 +29,11 @@ class AtomicFile {
   const std::string& path() const { return path_; }
 
  private:
-  std::string path_;
-  std::string tmp_;
+  std::string path_;    // as given (messages)
+  std::string target_;  // symlinks followed
+  std::string tmp_;     // empty when writing through
   std::FILE* f_ = nullptr;
+  int slot_ = -1;       // interrupt_cleanup registration
   bool committed_ = false;
 };
 

@@ -23,6 +23,7 @@
 #include "sim/report/bubble_accounting.h"
 #include "sim/report/summary.h"
 #include "sim/scenario/execution.h"
+#include "tools/cli/output_checks.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/lazy_cost_model.h"
 #include "tools/cli/network_option.h"
@@ -177,6 +178,7 @@ std::string moved(const Outcome& base, const Outcome& v) {
 }
 
 int run_ablate(const AblateOptions& o) {
+  check_outputs({{"--json", o.json}}, {{"SCENARIO", o.scenario}});
   const scenario::LoadedScenario base = scenario::load_scenario(o.scenario);
   const std::vector<Variant> vs = variants(base.spec);
   const bool fold = !o.full;
@@ -275,7 +277,7 @@ void add_ablate_command(CLI::App& app, Action& action) {
   sub->add_flag("--full", o->full, "simulate every rank (default: one representative per class, as validate)");
   sub->add_option("-j,--jobs", o->jobs, "variants simulated at once (default: one per hardware thread)")
       ->check(CLI::Range(0, 1024));
-  sub->add_option("--json", o->json, "also write every row as JSON");
+  sub->add_option("--json", o->json, "also write every row as JSON")->check(output_file());
   sub->callback([o, &action] { action = [o] { return run_ablate(*o); }; });
 }
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "calib/calibrate.h"
+#include "tools/cli/output_checks.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/scale_down_option.h"
 
@@ -48,6 +49,7 @@ void add_calibrate_command(CLI::App& app, Action& action) {
   auto* gpu = sub->add_flag("--gpu", c->gpu, "calibrate GPU 0 (CUDA kernels, cuBLAS) and NCCL on all local GPUs");
   cpu->excludes(gpu);
   sub->add_option("-o,--output", c->options.output, "profile to write (protobuf text, written atomically)")
+      ->check(output_file())
       ->required();
   sub->add_option("--repetitions", c->options.repetitions, "timed runs per point (default: GPU 20, CPU 5)")
       ->check(CLI::PositiveNumber);

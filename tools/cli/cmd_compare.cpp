@@ -28,6 +28,7 @@
 #include "sim/report/summary.h"
 #include "sim/scenario/edits.h"
 #include "sim/scenario/scenario.h"
+#include "tools/cli/output_checks.h"
 #include "tools/cli/calibration_option.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/load_input.h"
@@ -144,6 +145,8 @@ int run_compare(const CompareOptions& o) {
                 "pass the scenario file (.pbtxt, .textproto, .json): compare compiles it under every placement");
   }
   if (o.rank < 0) throw Error(SourceLocation{{}, 0, 0, "--rank"}, fmt::format("rank {} is negative", o.rank));
+  const std::vector<NamedPath> inputs = {{"SCENARIO", o.scenario}, {"--calibration", o.calibration.profile}};
+  check_outputs({{"--json", o.json}, {"--svg", o.no_svg ? std::string() : o.svg}}, inputs);
   const scenario::LoadedScenario loaded = scenario::load_scenario(o.scenario, o.scale_down, o.edits);
   const std::vector<scenario::PlacementKind> kinds = placement::applicable_placements(loaded);
   if (kinds.empty()) {
@@ -172,6 +175,7 @@ int run_compare(const CompareOptions& o) {
     std::filesystem::create_directories(o.out_dir, ec);
     if (ec) throw Error(SourceLocation{o.out_dir, 0, 0, "--out-dir"}, "cannot create the output directory: " + ec.message());
   }
+  check_outputs({{"--json", o.json}, {"--svg", svg_path}}, inputs);  // the default SVG path too
   // Opened now so that an unwritable path fails before the runs.
   std::optional<AtomicFile> svg_file, json_file;
   if (!svg_path.empty()) svg_file.emplace(svg_path);
@@ -327,8 +331,9 @@ void add_compare_command(CLI::App& app, Action& action) {
   CLI::App* sub = app.add_subcommand(
       "compare", "Simulate a multimodal scenario under every applicable placement and compare them side by side");
   sub->add_option("SCENARIO", o->scenario, "multimodal scenario (.pbtxt, .textproto, .json)")->required();
-  sub->add_option("--json", o->json, "write the comparison as JSON to FILE");
-  sub->add_option("--svg", o->svg, "write the timelines to FILE (default DIR/<scenario>.compare.svg)");
+  sub->add_option("--json", o->json, "write the comparison as JSON to FILE")->check(output_file());
+  sub->add_option("--svg", o->svg, "write the timelines to FILE (default DIR/<scenario>.compare.svg)")
+      ->check(output_file());
   sub->add_flag("--no-svg", o->no_svg, "do not write the SVG");
   sub->add_flag("--full", o->full, "simulate every rank (default: one representative per class of identical ranks)");
   add_network_option(sub, o->network);

@@ -15,6 +15,7 @@
 #include "sim/report/format.h"
 #include "sim/report/names.h"
 #include "sim/scenario/scenario.h"
+#include "tools/cli/output_checks.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/load_input.h"
 #include "tools/cli/scale_down_option.h"
@@ -63,6 +64,7 @@ bool serialize_deterministically(const ir::Program& program, std::string* out) {
 }
 
 int run_compile(const CompileOptions& o) {
+  check_outputs({{"--output", o.output}}, {{"SCENARIO", o.scenario}});
   const scenario::LoadedScenario loaded = scenario::load_scenario(o.scenario, o.scale_down);
   ir::Program program = placement::compile(loaded);
   // The resolved variability travels with the program (docs/variability.md),
@@ -117,7 +119,8 @@ void add_compile_command(CLI::App& app, Action& action) {
   CLI::App* sub = app.add_subcommand("compile", "Compile a scenario into the per-rank program IR");
   sub->add_option("SCENARIO", o->scenario, "scenario file (.pbtxt, .textproto, .json)")->required();
   sub->add_option("-o,--output", o->output, "program file to write (binary ir::Program; text with --text)")
-      ->required();
+      ->required()
+      ->check(output_file());
   sub->add_flag("--text", o->text, "write protobuf text format instead of binary");
   add_scale_down_option(sub, o->scale_down);
   sub->callback([o, &action] { action = [o] { return run_compile(*o); }; });

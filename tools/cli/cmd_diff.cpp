@@ -14,6 +14,7 @@
 #include "sim/report/diff.h"
 #include "sim/report/diff_format.h"
 #include "sim/report/diff_svg.h"
+#include "tools/cli/output_checks.h"
 #include "tools/cli/commands.h"
 
 namespace lacuna::cli {
@@ -39,6 +40,7 @@ int run_diff(const DiffCommandOptions& o) {
     }
     options.min_bubble_ns = static_cast<int64_t>(std::llround(*o.min_bubble_us * 1e3));
   }
+  check_outputs({{"--svg", o.svg}, {"--json", o.json}}, {{"PREDICTED", o.predicted}, {"MEASURED", o.measured}});
   const report::DiffInput predicted = report::load_diff_input(o.predicted);
   const report::DiffInput measured = report::load_diff_input(o.measured);
   const report::DiffReport diff = report::diff_runs(predicted, measured, options);
@@ -67,8 +69,9 @@ void add_diff_command(CLI::App& app, Action& action) {
       "diff", "Compare a prediction (simulate --json) with a measurement (execute --json) of the same program");
   sub->add_option("PREDICTED", o->predicted, "JSON written by `lacuna simulate --json`")->required();
   sub->add_option("MEASURED", o->measured, "JSON written by `lacuna execute --json`")->required();
-  sub->add_option("--svg", o->svg, "draw one rank's timelines, predicted above measured, to FILE");
-  sub->add_option("--json", o->json, "write the comparison as JSON to FILE");
+  sub->add_option("--svg", o->svg, "draw one rank's timelines, predicted above measured, to FILE")
+      ->check(output_file());
+  sub->add_option("--json", o->json, "write the comparison as JSON to FILE")->check(output_file());
   sub->add_option("--rank", o->rank, "rank the SVG draws (default: the first rank in both timelines)");
   sub->add_option("--min-bubble-us", o->min_bubble_us,
                   "a compute-stream gap this long (µs) or longer is a bubble (default: 1 % of the predicted iteration)");

@@ -10,6 +10,8 @@
 
 #include "sim/core/error.h"
 #include "sim/scenario/scenario.h"
+#include "sim/core/atomic_file.h"
+#include "tools/cli/output_checks.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/efficiency_svg.h"
 #include "tools/cli/efficiency_table.h"
@@ -33,11 +35,7 @@ std::string tile_name(const scenario::GpuSpec& gpu, const cost::GemmShapeFactor&
   return fmt::format("{}x{}", t.m(), t.n());
 }
 
-void write_file(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  out << text;
-  if (!out) throw Error(SourceLocation{path, 0, 0, {}}, "cannot write the file", "check the directory exists");
-}
+void write_file(const std::string& path, const std::string& text) { write_file_atomically(path, text); }
 
 void print_header(const EfficiencyTable& t) {
   const scenario::GpuSpec& g = t.gpu();
@@ -217,8 +215,8 @@ void add_efficiency_command(CLI::App& app, Action& action) {
                                  "checked against published cuBLAS and FlashAttention figures");
   cmd->add_option("--preset", opts->preset, "hardware preset (lacuna presets lists them)")
       ->capture_default_str();
-  cmd->add_option("--svg", opts->svg, "write the efficiency plot to this SVG file");
-  cmd->add_option("--csv", opts->csv, "write every row to this CSV file");
+  cmd->add_option("--svg", opts->svg, "write the efficiency plot to this SVG file")->check(output_file());
+  cmd->add_option("--csv", opts->csv, "write every row to this CSV file")->check(output_file());
   cmd->callback([opts, &action] { action = [opts] { return run(*opts); }; });
 }
 

@@ -24,6 +24,7 @@
 #include "sim/report/rank_spec.h"
 #include "sim/report/summary.h"
 #include "sim/report/terminal_report.h"
+#include "tools/cli/output_checks.h"
 #include "tools/cli/calibration_option.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/load_input.h"
@@ -94,6 +95,8 @@ int run_execute(const ExecuteCliOptions& o) {
 
   // The same program `lacuna simulate INPUT` with these options simulates:
   // placements plan with the same (calibrated or analytic) cost model.
+  const std::vector<NamedPath> inputs = {{"INPUT", o.input}, {"--calibration", o.calibration.profile}};
+  check_outputs(explicit_outputs(o.outputs), inputs);  // before the load and compile
   const SimulationInput input = load_simulation_input(o.input, o.calibration, o.scale_down);
   const ir::Program& program = input.program;
   const report::RankSpec rank_spec = report::parse_rank_spec(o.ranks);
@@ -112,7 +115,7 @@ int run_execute(const ExecuteCliOptions& o) {
   // Under mpirun only world rank 0 writes outputs (it gathers every rank's spans).
   const bool primary = backend->primary_process();
   RunOutputs outputs(program, o.outputs, file_stem_for(program.info().scenario_name(), o.input), ".measured",
-                     primary);
+                     primary, {}, inputs);
 
   runtime::ExecuteOptions eo;
   eo.iterations = o.warmup + o.iterations;

@@ -17,6 +17,7 @@
 #include "sim/report/memory_warning.h"
 #include "sim/report/summary.h"
 #include "sim/report/terminal_report.h"
+#include "tools/cli/output_checks.h"
 #include "tools/cli/calibration_option.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/critical_path_option.h"
@@ -55,6 +56,14 @@ int run_simulate(const SimulateOptions& o) {
   }
   // The cost model compiles (plans) and times the program: calibrated with
   // --calibration, else the lazily built analytic model.
+  // Output paths before the (possibly long) load and compile.
+  const std::vector<NamedPath> inputs = {{"INPUT", o.input}, {"--calibration", o.calibration.profile}};
+  const std::vector<NamedPath> heatmap = {{"--heatmap", o.critical_path.heatmap}};
+  {
+    std::vector<NamedPath> given = explicit_outputs(o.outputs);
+    given.insert(given.end(), heatmap.begin(), heatmap.end());
+    check_outputs(given, inputs);
+  }
   const SimulationInput input = load_simulation_input(o.input, o.calibration, o.scale_down, o.edits);
   const ir::Program& program = input.program;
   const cost::CostModel& cost = *input.cost;
@@ -63,7 +72,7 @@ int run_simulate(const SimulateOptions& o) {
   std::optional<report::CalibrationCoverage> coverage;
   if (const auto* calibrated = input.calibrated()) coverage = coverage_section(*calibrated, program);
   const std::string stem = file_stem_for(program.info().scenario_name(), o.input);
-  RunOutputs outputs(program, o.outputs, stem, "");
+  RunOutputs outputs(program, o.outputs, stem, "", true, heatmap, inputs);
   CriticalPathOutputs critical(program, o.critical_path);
 
   // Variability (docs/variability.md): per-rank speed and per-op draws as

@@ -33,6 +33,7 @@
 #include "sim/engine/simulator.h"
 #include "sim/placement/compile.h"
 #include "sim/scenario/scenario.h"
+#include "tools/cli/output_checks.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/lazy_cost_model.h"
 #include "tools/cli/network_option.h"
@@ -376,6 +377,7 @@ int run_validate(const ValidateOptions& o) {
   const bool all = o.only.empty();
   const int jobs = o.jobs > 0 ? o.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   std::optional<AtomicFile> json_file;
+  check_outputs({{"--json", o.json}}, {});
   if (!o.json.empty()) json_file.emplace(o.json);  // an unwritable path fails before the runs
   std::vector<Table> tables;
   std::vector<std::string> models;
@@ -431,7 +433,7 @@ void add_validate_command(CLI::App& app, Action& action) {
   CLI::App* sub = app.add_subcommand(
       "validate", "Predicted vs published: nccl-tests collectives, PTD-P Table 1, SAR Table 5 (docs/validation.md)");
   add_network_option(sub, o->network);
-  sub->add_option("--json", o->json, "also write every table as JSON to FILE");
+  sub->add_option("--json", o->json, "also write every table as JSON to FILE")->check(output_file());
   sub->add_option("--only", o->only, "run one table: nccl, ptdp or sar")
       ->check(CLI::IsMember({"nccl", "ptdp", "sar"}));
   sub->add_option("--scenarios", o->scenarios,

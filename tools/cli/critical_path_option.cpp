@@ -1,3 +1,4 @@
+#include "tools/cli/output_checks.h"
 #include "tools/cli/critical_path_option.h"
 
 #include <algorithm>
@@ -24,7 +25,8 @@ void add_critical_path_options(CLI::App* sub, CriticalPathOptions& o) {
       ->check(CLI::Range(1, 64));
   sub->add_flag("--stragglers", o.stragglers,
                 "report which rank and host arrived last at collectives and how long it held the others");
-  sub->add_option("--heatmap", o.heatmap, "write the per-GPU compute and peer-wait heat map (SVG) to FILE");
+  sub->add_option("--heatmap", o.heatmap, "write the per-GPU compute and peer-wait heat map (SVG) to FILE")
+      ->check(output_file());
   sub->add_option("--critical-path-max-ops", o.whole_graph_max_ops,
                   "keep the whole op graph (slack) up to this many ops of the simulated ranks, else only the "
                   "binding chains (docs/critical-path.md#size)")

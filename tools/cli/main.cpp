@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "sim/core/error.h"
+#include "sim/core/interrupt_cleanup.h"
 #include "sim/engine/simulator.h"
 #include "tools/cli/commands.h"
 
@@ -47,6 +48,8 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Partial outputs are removed if the run is interrupted (docs/outputs.md).
+  lacuna::install_interrupt_cleanup();
   try {
     return run(argc, argv);
   } catch (const lacuna::engine::DeadlockError& e) {

@@ -7,6 +7,7 @@
 
 #include "sim/core/error.h"
 #include "sim/report/json_report.h"
+#include "tools/cli/output_checks.h"
 
 namespace lacuna::cli {
 namespace {
@@ -23,9 +24,12 @@ void ensure_directory(const std::string& dir) {
 
 void add_output_options(CLI::App* sub, OutputOptions& o, std::string_view suffix) {
   const std::string s(suffix);
-  sub->add_option("--json", o.json, "write the summary (and the traced ranks' per-op timeline) as JSON to FILE");
-  sub->add_option("--trace", o.trace, "write the Perfetto trace to FILE (default DIR/<scenario>" + s + ".trace.json)");
-  sub->add_option("--svg", o.svg, "write the pipeline picture to FILE (default DIR/<scenario>" + s + ".svg)");
+  sub->add_option("--json", o.json, "write the summary (and the traced ranks' per-op timeline) as JSON to FILE")
+      ->check(output_file());
+  sub->add_option("--trace", o.trace, "write the Perfetto trace to FILE (default DIR/<scenario>" + s + ".trace.json)")
+      ->check(output_file());
+  sub->add_option("--svg", o.svg, "write the pipeline picture to FILE (default DIR/<scenario>" + s + ".svg)")
+      ->check(output_file());
   sub->add_option("--trace-ranks", o.trace_ranks,
                   "ranks to draw and keep in the JSON timeline: pipeline (default), all, a list like 0-7,64, or "
                   "stage:N");
@@ -35,8 +39,13 @@ void add_output_options(CLI::App* sub, OutputOptions& o, std::string_view suffix
   sub->add_flag("--no-svg", o.no_svg, "do not write the SVG");
 }
 
+std::vector<NamedPath> explicit_outputs(const OutputOptions& o) {
+  return {{"--json", o.json}, {"--trace", o.no_trace ? std::string() : o.trace}, {"--svg", o.no_svg ? std::string() : o.svg}};
+}
+
 RunOutputs::RunOutputs(const ir::Program& program, const OutputOptions& o, const std::string& stem,
-                       std::string_view suffix, bool enabled)
+                       std::string_view suffix, bool enabled, const std::vector<NamedPath>& other_outputs,
+                       const std::vector<NamedPath>& inputs)
     : spec_(report::parse_rank_spec(o.trace_ranks)) {
   (void)report::select_ranks(spec_, program);  // a bad selection fails before the run
   if (!enabled) return;
@@ -45,6 +54,10 @@ RunOutputs::RunOutputs(const ir::Program& program, const OutputOptions& o, const
   svg_path_ = o.no_svg ? std::string() : !o.svg.empty() ? o.svg : base + ".svg";
   json_path_ = o.json;
   if ((!o.no_trace && o.trace.empty()) || (!o.no_svg && o.svg.empty())) ensure_directory(o.out_dir);
+  // Every path, defaults included, checked before any file is opened.
+  std::vector<NamedPath> outputs = {{"--trace", trace_path_}, {"--svg", svg_path_}, {"--json", json_path_}};
+  outputs.insert(outputs.end(), other_outputs.begin(), other_outputs.end());
+  check_outputs(outputs, inputs);
   // Opened now so that an unwritable path fails before a long run; each
   // appears under its name only on commit().
   if (!trace_path_.empty()) trace_.emplace(program, trace_path_, spec_);

@@ -14,6 +14,7 @@
 #include <CLI/CLI.hpp>
 
 #include "sim/core/atomic_file.h"
+#include "sim/core/output_path.h"
 #include "sim/engine/observer.h"
 #include "sim/proto/program.pb.h"
 #include "sim/report/pipeline_svg.h"
@@ -39,13 +40,20 @@ struct OutputOptions {
 // DIR/<scenario><suffix>.svg ("" for simulate, ".measured" for execute).
 void add_output_options(CLI::App* sub, OutputOptions& options, std::string_view suffix);
 
+// The paths given on the command line (defaults need the scenario's name),
+// for a check before the input is even loaded.
+std::vector<NamedPath> explicit_outputs(const OutputOptions& options);
+
 class RunOutputs {
  public:
   // Parses --trace-ranks (a bad selection fails here, before any run),
   // creates the output directory if a default path needs it and opens every
   // file under a temporary name. `enabled` false writes nothing at all.
+  // Every output path (these, defaults included, and `other_outputs`) is
+  // checked against the others and against `inputs` first (check_outputs).
   RunOutputs(const ir::Program& program, const OutputOptions& options, const std::string& stem,
-             std::string_view suffix, bool enabled = true);
+             std::string_view suffix, bool enabled = true, const std::vector<NamedPath>& other_outputs = {},
+             const std::vector<NamedPath>& inputs = {});
 
   const report::RankSpec& spec() const { return spec_; }
   // Attach these to the run (trace, SVG, timeline: those that are written).
