@@ -24,7 +24,7 @@ calib::CalibrationProfile build_profile(const ProfileHeader& header, const std::
 
   std::map<std::pair<int, int>, std::vector<const MeasuredPoint*>> tables;
   for (const MeasuredPoint& m : measured) {
-    if (!m.result.ok()) throw Error("internal: a failed point reached the profile: " + describe(m.point.key));
+    if (!m.result.ok()) throw InternalError("internal: a failed point reached the profile: " + describe(m.point.key));
     tables[{static_cast<int>(m.point.key.op_class), static_cast<int>(m.point.key.variant)}].push_back(&m);
   }
   for (auto& [cv, points] : tables) {

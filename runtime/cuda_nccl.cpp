@@ -153,7 +153,7 @@ NcclComms::~NcclComms() {
 
 const NcclComms::Entry& NcclComms::get(const CommKey& key) const {
   const auto it = comms_.find(key);
-  if (it == comms_.end()) throw Error("execute (cuda): internal: no NCCL communicator for this operation");
+  if (it == comms_.end()) throw InternalError("execute (cuda): internal: no NCCL communicator for this operation");
   return it->second;
 }
 

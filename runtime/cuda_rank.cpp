@@ -98,7 +98,7 @@ class RankRun {
       for (const PlannedOp& p : sp->ops) {
         if (p.emulated) ++emulated_;
         if (is_comm(p) && !p.emulated && comms_ == nullptr) {
-          throw Error("execute (cuda): internal: " + p.label + " needs NCCL but no communicators were made");
+          throw InternalError("execute (cuda): internal: " + p.label + " needs NCCL but no communicators were made");
         }
       }
     }

@@ -6,11 +6,13 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <thread>
 
@@ -72,6 +74,28 @@ TEST(OutputsE2E, SymlinksAndFifosAreWrittenThrough) {
   EXPECT_NE(read_file(dir / "real.json").find("\"iteration_time_s\""), std::string::npos);
   EXPECT_EQ(fs::status(dir.path() / "trace.fifo").type(), fs::file_type::fifo);
   EXPECT_NE(streamed.find("traceEvents"), std::string::npos);
+}
+
+// A full device while the trace streams, and a number beyond double's range
+// in diff's input, are the user's problem (exit 2), not lacuna's (70).
+TEST(OutputsE2E, FullDeviceAndHugeNumbersAreUserErrors) {
+  TempDir dir("outputs-exit");
+  {
+    std::ofstream(dir / "huge.json") << "{\"a\": 1e999}";
+  }
+  const auto d = run_lacuna("diff " + (dir / "huge.json") + " " + (dir / "huge.json"));
+  EXPECT_EQ(d.exit_code, 2) << d.output;
+  EXPECT_NE(d.output.find("out of range"), std::string::npos) << d.output;
+  // A copy of /dev/full (char 1:7): creating it needs CAP_MKNOD.
+  if (::mknod((dir / "full").c_str(), S_IFCHR | 0666, makedev(1, 7)) != 0) GTEST_SKIP() << "mknod needs root";
+  for (const std::string option : {"--trace", "--json", "--svg"}) {
+    SCOPED_TRACE(option);
+    const std::string others = option == "--trace" ? " --no-svg" : option == "--svg" ? " --no-trace" : " --no-svg --no-trace";
+    const auto r = run_lacuna("simulate " + kSmall + others + " " + option + " " + (dir / "full"));
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find("No space left on device"), std::string::npos) << r.output;
+    EXPECT_EQ(fs::status(dir.path() / "full").type(), fs::file_type::character);
+  }
 }
 
 // SIGINT while a long full-rank run holds its trace open: the process dies of

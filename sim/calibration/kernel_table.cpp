@@ -130,7 +130,18 @@ Lookup KernelTable::lookup(const ir::Compute& op) const {
   }
   const double factor = t.shaped ? shape_(op) : 1.0;
   const double ns = roofline_time_ns(t.fit, op.flops() / (factor > 0 ? factor : 1.0), op.bytes());
-  return {TimeNs(std::max<int64_t>(0, std::llround(ns))), LookupKind::kExtrapolated};
+  // No kernel runs for days: a fit that says so (flops_per_s 1e-6,
+  // overhead_ns 1e30) is a broken profile, and llround would overflow.
+  constexpr double kMaxKernelNs = 1e15;  // 11.6 days
+  if (!std::isfinite(ns) || ns < 0 || ns > kMaxKernelNs)
+    throw Error(SourceLocation{path_, 0, 0, "fit"},
+                fmt::format("the roofline fit of {} {} (flops_per_s {}, bytes_per_s {}, overhead_ns {}) gives {} ns "
+                            "for a kernel of {} FLOP and {} bytes; no kernel runs longer than {:g} ns",
+                            ir::OpClass_Name(op.op_class()), ir::KernelVariant_Name(op.variant()),
+                            t.fit.flops_per_s(), t.fit.bytes_per_s(), t.fit.overhead_ns(), ns, op.flops(), op.bytes(),
+                            kMaxKernelNs),
+                "re-run `lacuna calibrate`, or correct the fit's fields in the profile");
+  return {TimeNs(std::llround(ns)), LookupKind::kExtrapolated};
 }
 
 }  // namespace lacuna::calibration

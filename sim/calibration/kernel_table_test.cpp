@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <random>
+#include <tuple>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -70,6 +71,27 @@ TEST(KernelTable, ExtrapolationEqualsTheFit) {
   const Lookup l = t.lookup(compute_op(ir::LAYERNORM, ir::VARIANT_FORWARD, {100000, 1024}, 0, 1e9));
   EXPECT_EQ(l.kind, LookupKind::kExtrapolated);
   EXPECT_EQ(l.time, TimeNs(1000000 + 1500));  // 1 GB at 1 TB/s + overhead
+}
+
+// Absurd fits (issue 16's bad-input campaign) are refused naming the profile,
+// never rounded to 0 ns.
+TEST(KernelTable, AFitGivingDaysPerKernelIsAnError) {
+  for (const auto& [flops_per_s, bytes_per_s, overhead_ns] :
+       {std::tuple{1e-6, 0.0, 0.0}, std::tuple{0.0, 1e-300, 0.0}, std::tuple{0.0, 0.0, 1e30}}) {
+    calib::CalibrationProfile p = small_profile();
+    calib::RooflineFit& fit = *p.mutable_ops(1)->mutable_fit();
+    fit.set_flops_per_s(flops_per_s);
+    fit.set_bytes_per_s(bytes_per_s);
+    fit.set_overhead_ns(overhead_ns);
+    const KernelTable t(p, "p.pbtxt");
+    try {
+      t.lookup(compute_op(ir::LAYERNORM, ir::VARIANT_FORWARD, {100000, 1024}, 1e9, 1e9));
+      ADD_FAILURE() << "accepted flops_per_s " << flops_per_s << " bytes_per_s " << bytes_per_s;
+    } catch (const Error& e) {
+      EXPECT_THAT(e.what(), HasSubstr("p.pbtxt"));
+      EXPECT_THAT(e.what(), HasSubstr("no kernel runs longer"));
+    }
+  }
 }
 
 TEST(KernelTable, VariantsAreSeparateTables) {

@@ -127,7 +127,7 @@ ir::Program compile_megatron_mllm(const scenario::LoadedScenario& scenario, scen
                              : (par.virtual_stages() > 0 ? static_cast<int32_t>(par.virtual_stages()) : 1);
   StageInputs base = llm_stage_inputs(scenario, plan, v, /*plan_layers=*/!chained);
   if (!encoder_recompute.empty() && static_cast<int>(encoder_recompute.size()) != num_encoders)
-    throw Error("compile_megatron_mllm: internal error, " + std::to_string(encoder_recompute.size()) +
+    throw InternalError("compile_megatron_mllm: internal error, " + std::to_string(encoder_recompute.size()) +
                 " encoder recompute choices for " + std::to_string(num_encoders) + " encoders");
   for (int e = 0; e < num_encoders; ++e) {
     const ModuleRecompute r =

@@ -30,6 +30,13 @@ class Error : public std::runtime_error {
   std::string fix_;
 };
 
+// A broken invariant inside lacuna (a bug, not bad input): the CLI reports
+// it as an internal error and exits 70, never as a user error (exit 2).
+class InternalError : public std::logic_error {
+ public:
+  explicit InternalError(const std::string& what) : std::logic_error(what) {}
+};
+
 // "file:line:col: field: what (fix)"
 std::string format_error(const SourceLocation& where, const std::string& what, const std::string& fix);
 

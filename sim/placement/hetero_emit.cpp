@@ -39,7 +39,7 @@ int32_t ClassEditor::event(const std::string& key) {
 ir::Op* ClassEditor::add(int32_t stream, const OpCtx& ctx) {
   ir::Op* op = nullptr;
   if (stream == compute_) {
-    if (block_ == nullptr) throw Error("heterogeneous placement: internal error, no compute block set");
+    if (block_ == nullptr) throw InternalError("heterogeneous placement: internal error, no compute block set");
     op = &block_->emplace_back();
   } else {
     op = c_.mutable_streams(stream)->add_ops();

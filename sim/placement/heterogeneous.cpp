@@ -62,7 +62,7 @@ int64_t host_copy_ns(int64_t bytes, double gb_per_s) {
 int32_t compute_stream(const ir::RankClass& rank_class) {
   for (int32_t i = 0; i < rank_class.streams_size(); ++i)
     if (rank_class.streams(i).kind() == ir::COMPUTE) return i;
-  throw Error("heterogeneous placement: internal error, class " + rank_class.name() + " has no compute stream");
+  throw InternalError("heterogeneous placement: internal error, class " + rank_class.name() + " has no compute stream");
 }
 
 void drop_empty_streams(ir::RankClass& rank_class) {

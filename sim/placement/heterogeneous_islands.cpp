@@ -156,7 +156,7 @@ void add_encoder_islands(const scenario::LoadedScenario& scenario, const Plan& p
     for (int32_t l = 0; l < enc.world(); ++l) {
       const int32_t r = enc.first_rank + l;
       if (r != p.ranks_size())
-        throw Error("heterogeneous placement: internal error, island ranks out of order at rank " + std::to_string(r));
+        throw InternalError("heterogeneous placement: internal error, island ranks out of order at rank " + std::to_string(r));
       ir::RankBinding* b = p.add_ranks();
       b->set_class_id(0);  // set below
       for (int32_t s = 0; s < p.group_slots_size(); ++s) b->add_group(-1);
@@ -262,7 +262,7 @@ void add_encoder_islands(const scenario::LoadedScenario& scenario, const Plan& p
 
   // ---- LLM stage 0: leaders (tp 0, cp 0 of every replica) get a class of
   // their own when stage 0 has other ranks (they alone exchange p2p).
-  if (p.classes_size() == 0) throw Error("heterogeneous placement: internal error, the LLM program has no classes");
+  if (p.classes_size() == 0) throw InternalError("heterogeneous placement: internal error, the LLM program has no classes");
   int32_t leader_class = 0;
   if (llm_tpcp > 1) {
     leader_class = p.classes_size();

@@ -841,6 +841,23 @@ struct BubbleScheduler::Impl {
 
   // ---------------------------------------------------------------- driver
 
+  // Tries `points` on a stride of at most 64 evaluations, then every point
+  // around the best; `attempt(at)` updates `best_cut` when `at` is better.
+  template <class Attempt>
+  static void search_cut_points(const std::vector<int32_t>& points, const int32_t& best_cut, Attempt&& attempt) {
+    const auto count = static_cast<int32_t>(points.size());
+    const int32_t stride = std::max(1, count / 64);
+    int32_t best_index = -1;
+    for (int32_t i = 0; i < count; i += stride) {
+      const int32_t had = best_cut;
+      attempt(points[static_cast<size_t>(i)]);
+      if (best_cut != had) best_index = i;
+    }
+    if (best_index >= 0 && stride > 1)
+      for (int32_t i = std::max(0, best_index - stride + 1); i < std::min(count, best_index + stride); ++i)
+        if (i != best_index) attempt(points[static_cast<size_t>(i)]);
+  }
+
   // Kernel-level forward moves, after the whole-microbatch ones: while δ > 0,
   // the critical pipeline's last PRE microbatch is cut at the op that gives
   // the smallest δ (the tail of its last encoder stage's pass runs in the
@@ -866,22 +883,12 @@ struct BubbleScheduler::Impl {
           best_cut = at;
         }
       };
-      const auto count = static_cast<int32_t>(cut_points.size());
-      const int32_t stride = std::max(1, count / 64);
-      int32_t best_index = -1;
-      for (int32_t i = 0; i < count; i += stride) {
-        const int32_t had = best_cut;
-        attempt(cut_points[static_cast<size_t>(i)]);
-        if (best_cut != had) best_index = i;
-      }
-      if (best_index >= 0 && stride > 1)
-        for (int32_t i = std::max(0, best_index - stride + 1); i < std::min(count, best_index + stride); ++i)
-          if (i != best_index) attempt(cut_points[static_cast<size_t>(i)]);
+      search_cut_points(cut_points, best_cut, attempt);
       cut[static_cast<size_t>(e)] = best_cut >= 0 ? best_cut : last_forward_ops();
       compute_pre(e);
       int32_t next = -1;
       if (!repack_forward(e) || !forward_eval(next))
-        throw Error("Optimus scheduler: cannot restore the kernel-level forward placement");
+        throw InternalError("Optimus scheduler: cannot restore the kernel-level forward placement");
       if (best_cut < 0) break;
       ++forward_cuts;
       critical = next;
@@ -926,20 +933,10 @@ struct BubbleScheduler::Impl {
         bwd_front[static_cast<size_t>(g)] = saved;
         bcut[static_cast<size_t>(e)] = 0;
       };
-      const auto count = static_cast<int32_t>(bwd_cut_points.size());
-      const int32_t stride = std::max(1, count / 64);
-      int32_t best_index = -1;
-      for (int32_t i = 0; i < count; i += stride) {
-        const int32_t had = best_cut;
-        attempt(bwd_cut_points[static_cast<size_t>(i)]);
-        if (best_cut != had) best_index = i;
-      }
-      if (best_index >= 0 && stride > 1)
-        for (int32_t i = std::max(0, best_index - stride + 1); i < std::min(count, best_index + stride); ++i)
-          if (i != best_index) attempt(bwd_cut_points[static_cast<size_t>(i)]);
+      search_cut_points(bwd_cut_points, best_cut, attempt);
       bcut[static_cast<size_t>(e)] = best_cut;
       if (best_cut > 0 && !pack_backward_head(e))
-        throw Error("Optimus scheduler: cannot restore the kernel-level backward placement");
+        throw InternalError("Optimus scheduler: cannot restore the kernel-level backward placement");
       estimate = backward_eval(critical);
       if (best_cut == 0) break;
       ++backward_cuts;
@@ -964,7 +961,7 @@ struct BubbleScheduler::Impl {
           --f[static_cast<size_t>(e)];
           compute_pre(e);
           if (!repack_forward(e) || !forward_eval(critical))
-            throw Error("Optimus scheduler: cannot restore the previous forward placement");
+            throw InternalError("Optimus scheduler: cannot restore the previous forward placement");
           break;
         }
         ++forward_moves;
@@ -1048,22 +1045,22 @@ struct BubbleScheduler::Impl {
     cut = cuts;
     for (int32_t e = 0; e < M; ++e) {
       compute_pre(e);
-      if (!repack_forward(e)) throw Error("Optimus scheduler: replay of the forward placement failed");
+      if (!repack_forward(e)) throw InternalError("Optimus scheduler: replay of the forward placement failed");
     }
     int32_t critical = -1;
-    if (!forward_eval(critical)) throw Error("Optimus scheduler: replay of the forward dependencies failed");
+    if (!forward_eval(critical)) throw InternalError("Optimus scheduler: replay of the forward dependencies failed");
     assign_and_gradients();
     for (int32_t e = 0; e < M; ++e)
       for (int32_t x = 0; x < moved_b[static_cast<size_t>(e)]; ++x)
-        if (!pack_backward(e, x)) throw Error("Optimus scheduler: replay of the backward placement failed");
+        if (!pack_backward(e, x)) throw InternalError("Optimus scheduler: replay of the backward placement failed");
     b = moved_b;
     bcut = bcuts;
     for (int32_t e = 0; e < M; ++e)
       if (bcut[static_cast<size_t>(e)] > 0 && !pack_backward_head(e))
-        throw Error("Optimus scheduler: replay of the kernel-level backward placement failed");
+        throw InternalError("Optimus scheduler: replay of the kernel-level backward placement failed");
     const int64_t replayed = backward_eval(critical);
     rec = nullptr;
-    if (replayed != estimate) throw Error("Optimus scheduler: replay estimate differs from the search's");
+    if (replayed != estimate) throw InternalError("Optimus scheduler: replay estimate differs from the search's");
 
     out.delta_ns = delta;
     out.estimate_ns = estimate;

@@ -199,6 +199,10 @@ DiffInput parse_diff_input(std::string_view json_text, const std::string& file) 
   } catch (const Json::parse_error& e) {
     in.fail({}, fmt::format("not valid JSON ({})", e.what()),
             "pass the file written by `lacuna simulate --json` or `lacuna execute --json`");
+  } catch (const Json::out_of_range& e) {
+    // A number beyond double's range (1e999): bad input, not a bug.
+    in.fail({}, fmt::format("a number is out of range ({})", e.what()),
+            "pass the file written by `lacuna simulate --json` or `lacuna execute --json`");
   }
   if (!doc.is_object()) in.fail({}, fmt::format("expected a JSON object, found {}", doc.type_name()));
   DiffInput out;

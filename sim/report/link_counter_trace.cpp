@@ -62,7 +62,7 @@ void LinkCounterTrace::select() {
 }
 
 void LinkCounterTrace::on_link_load(TimeNs t, network::LinkId link, double bytes_per_s) {
-  if (!begun_) throw Error("internal: a link load was reported before the trace began");
+  if (!begun_) throw InternalError("internal: a link load was reported before the trace began");
   if (finished_ || !drawn(link)) return;
   if (!pending_.empty() && t != pending_t_) flush();
   pending_t_ = t;

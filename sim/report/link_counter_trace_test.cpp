@@ -146,7 +146,7 @@ TEST(LinkCounterTrace, VolumeRuleKeepsTheLinksOfTracedRanks) {
 TEST(LinkCounterTrace, LoadBeforeTheTraceBeganIsAnInternalError) {
   LinkCounterTrace t([](std::string_view) {});
   t.on_links(links());
-  EXPECT_THROW(t.on_link_load(TimeNs(1), 0, 1.0), Error);
+  EXPECT_THROW(t.on_link_load(TimeNs(1), 0, 1.0), InternalError);
 }
 
 }  // namespace

@@ -72,7 +72,7 @@ MonteCarlo summarize_samples(std::vector<SampleOutcome> outcomes, int32_t sample
   if (samples < 1) throw Error("--samples must be at least 1, got " + std::to_string(samples));
   if (outcomes.empty() || (!identical && static_cast<int32_t>(outcomes.size()) != samples) ||
       (identical && outcomes.size() != 1)) {
-    throw Error("internal: " + std::to_string(outcomes.size()) + " sample outcomes for " + std::to_string(samples) +
+    throw InternalError("internal: " + std::to_string(outcomes.size()) + " sample outcomes for " + std::to_string(samples) +
                 " samples");
   }
   MonteCarlo mc;

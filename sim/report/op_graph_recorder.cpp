@@ -12,7 +12,7 @@ namespace {
 uint64_t record_key(uint32_t counter, uint64_t ordinal) { return (uint64_t{counter} << 32) | ordinal; }
 
 [[noreturn]] void inconsistent(const engine::OpSpan& span, const std::string& what) {
-  throw Error("internal: op graph of rank " + std::to_string(span.rank) + " stream " + std::to_string(span.stream) +
+  throw InternalError("internal: op graph of rank " + std::to_string(span.rank) + " stream " + std::to_string(span.stream) +
               " op " + std::to_string(span.op) + ": " + what);
 }
 
@@ -112,7 +112,7 @@ uint32_t OpGraphRecorder::add_node(NodeKind kind, const engine::OpSpan& span, Ti
     graph_.nodes[id] = n;
     refs_[id] = 0;
   } else {
-    if (graph_.nodes.size() >= kNoNode) throw Error("internal: op graph exceeds 2^32 nodes");
+    if (graph_.nodes.size() >= kNoNode) throw InternalError("internal: op graph exceeds 2^32 nodes");
     id = static_cast<uint32_t>(graph_.nodes.size());
     graph_.nodes.push_back(n);
     if (prune_) refs_.push_back(0);
@@ -333,14 +333,14 @@ void OpGraphRecorder::on_run_end(TimeNs end) {
   TimeNs t = TimeNs::zero();
   for (const PathStep& s : path_.steps) {
     if (s.start != t) {
-      throw Error("internal: critical path has a gap at " + std::to_string(t.count()) + " ns (rank " +
+      throw InternalError("internal: critical path has a gap at " + std::to_string(t.count()) + " ns (rank " +
                   std::to_string(s.rank) + " stream " + std::to_string(s.stream) + " op " + std::to_string(s.op) +
                   " starts at " + std::to_string(s.start.count()) + " ns)");
     }
     t = s.end;
   }
   if (t != end) {
-    throw Error("internal: critical path ends at " + std::to_string(t.count()) + " ns, the iteration at " +
+    throw InternalError("internal: critical path ends at " + std::to_string(t.count()) + " ns, the iteration at " +
                 std::to_string(end.count()) + " ns");
   }
 }

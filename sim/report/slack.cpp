@@ -40,7 +40,7 @@ std::vector<int64_t> longest_from(const G& g, typename boost::graph_traits<G>::v
             .distance_inf(kUnreached)
             .distance_zero(int64_t{0}));
   } catch (const boost::not_a_dag&) {
-    throw Error("internal: the executed op graph has a cycle");
+    throw InternalError("internal: the executed op graph has a cycle");
   }
   return dist;
 }

@@ -219,7 +219,7 @@ void TraceWriter::on_run_end(TimeNs end) {
 }
 
 void TraceWriter::commit() {
-  if (!finished_) throw Error("internal: trace committed before the simulation finished");
+  if (!finished_) throw InternalError("internal: trace committed before the simulation finished");
   file_.commit();
 }
 

@@ -140,7 +140,7 @@ TEST(TraceWriter, UncommittedTraceLeavesNoFile) {
     info.program = &p;
     info.simulated_ranks = {0, 1};
     w.on_run_begin(info);
-    EXPECT_THROW(w.commit(), Error);  // the run never finished
+    EXPECT_THROW(w.commit(), InternalError);  // the run never finished (a bug in the caller)
   }
   EXPECT_FALSE(fs::exists(path));
   for (const auto& entry : fs::directory_iterator(::testing::TempDir())) {

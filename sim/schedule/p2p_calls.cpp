@@ -78,13 +78,13 @@ std::vector<P2pCall> blocking_p2p_calls(lacuna::scenario::ScheduleKind kind, con
   int32_t next = 0;
   for (const auto& step : steps)
     for (int32_t i : step)
-      if (i != next++) throw Error("blocking_p2p_calls: schedule steps out of order (internal)");
-  if (next != n) throw Error("blocking_p2p_calls: schedule steps do not cover the actions (internal)");
+      if (i != next++) throw InternalError("blocking_p2p_calls: schedule steps out of order (internal)");
+  if (next != n) throw InternalError("blocking_p2p_calls: schedule steps do not cover the actions (internal)");
   if (kind == lacuna::scenario::INTERLEAVED_1F1B)
     for (size_t k = 0; k < steps.size(); ++k)
       if (steps[k].size() == 2 && (actions[steps[k][0]].pass != Pass::kForward ||
                                    actions[steps[k][1]].pass != Pass::kBackward))
-        throw Error("blocking_p2p_calls: interleaved steady step is not (forward, backward) (internal)");
+        throw InternalError("blocking_p2p_calls: interleaved steady step is not (forward, backward) (internal)");
 
   std::vector<P2pCall> calls;
   if (!steps.empty()) add(calls, P2pCall{-1, {}, receives(steps.front())});

@@ -73,7 +73,7 @@ int run_compile(const CompileOptions& o) {
   std::string bytes;
   if (o.text) {
     if (!google::protobuf::TextFormat::PrintToString(program, &bytes)) {
-      throw Error("internal: could not print the program in text format");
+      throw InternalError("internal: could not print the program in text format");
     }
   } else if (!serialize_deterministically(program, &bytes)) {
     throw Error(SourceLocation{o.output, 0, 0, {}}, "program too large to serialize (protobuf limit is 2 GiB)",

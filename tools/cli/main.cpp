@@ -2,8 +2,10 @@
 // Exit codes: 0 ok; 2 user error (bad input, usage); 3 deadlocked program;
 // 4 ranks over the HBM capacity under `simulate --strict-memory`
 // (report::kExitOverCapacity); 70 internal error (a bug in lacuna).
+#include <cerrno>
 #include <cstdio>
 #include <exception>
+#include <system_error>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -65,6 +67,17 @@ int main(int argc, char** argv) {
   } catch (const lacuna::Error& e) {
     fmt::print(stderr, "lacuna: error: {}\n", e.what());
     return 2;
+  } catch (const std::system_error& e) {
+    // A streaming writer (the trace) hitting a full disk or a closed pipe:
+    // the machine's state, not a bug in lacuna.
+    const int v = e.code().value();
+    const bool io = e.code().category() == std::generic_category() || e.code().category() == std::system_category();
+    if (io && (v == ENOSPC || v == EDQUOT || v == EFBIG || v == EIO || v == EPIPE)) {
+      fmt::print(stderr, "lacuna: error: write failed: {}\n", e.what());
+      return 2;
+    }
+    fmt::print(stderr, "lacuna: internal error: {}\n", e.what());
+    return 70;
   } catch (const std::exception& e) {
     fmt::print(stderr, "lacuna: internal error: {}\n", e.what());
     return 70;
