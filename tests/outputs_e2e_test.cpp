@@ -98,6 +98,14 @@ TEST(OutputsE2E, FullDeviceAndHugeNumbersAreUserErrors) {
   }
 }
 
+// `execute --ranks` shares --trace-ranks's grammar; its errors name --ranks.
+TEST(OutputsE2E, ExecuteRanksErrorsNameTheOption) {
+  const auto r = run_lacuna("execute " + kSmall + " --ranks 99 --no-trace --no-svg");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--ranks: \"99\": rank 99 out of range"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("--trace-ranks:"), std::string::npos) << r.output;
+}
+
 // SIGINT while a long full-rank run holds its trace open: the process dies of
 // the signal, says which outputs it stopped before finishing, and leaves no
 // temporary file.

@@ -99,9 +99,13 @@ int run_execute(const ExecuteCliOptions& o) {
   check_outputs(explicit_outputs(o.outputs), inputs);  // before the load and compile
   const SimulationInput input = load_simulation_input(o.input, o.calibration, o.scale_down);
   const ir::Program& program = input.program;
-  const report::RankSpec rank_spec = report::parse_rank_spec(o.ranks);
+  // The selection grammar is --trace-ranks's; an error names this option.
   std::vector<int> ranks;
-  for (int32_t r : report::select_ranks(rank_spec, program)) ranks.push_back(r);
+  try {
+    for (int32_t r : report::select_ranks(report::parse_rank_spec(o.ranks), program)) ranks.push_back(r);
+  } catch (const Error& e) {
+    throw Error(SourceLocation{{}, 0, 0, "--ranks"}, e.problem(), e.fix());
+  }
   std::sort(ranks.begin(), ranks.end());
 
   std::unique_ptr<runtime::Backend> backend = runtime::make_backend(o.backend);
