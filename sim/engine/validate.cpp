@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "sim/engine/simulator.h"
 
 namespace lacuna::engine {
@@ -17,6 +19,18 @@ constexpr int32_t kMaxStreamsPerClass = 1024;
 constexpr int32_t kMaxEventsPerClass = 1 << 20;
 constexpr int64_t kMaxEventCountersTotal = int64_t{1} << 28;
 constexpr double kMaxComputeTimeScale = 1e6;
+// Bounds that keep every derived sum inside int64 (docs/reliability.md): no
+// op lasts longer than 10^15 ns (11.6 days), moves or touches more than
+// 10^18 bytes, runs more than 10^21 FLOP (11.6 days at 1 PFLOP/s), or
+// allocates more than 2^50 bytes (1 PiB) at once; a class's memory
+// deltas, in absolute value, and its baseline stay below 2^62 bytes, so no
+// running total over them can overflow.
+constexpr int64_t kMaxOpNs = 1'000'000'000'000'000;
+constexpr double kMaxOpBytes = 1e18;
+constexpr int64_t kMaxOpBytesInt = 1'000'000'000'000'000'000;
+constexpr double kMaxOpFlops = 1e21;
+constexpr int64_t kMaxDeltaBytes = int64_t{1} << 50;
+constexpr int64_t kMaxClassMemoryBytes = int64_t{1} << 62;
 
 class Checker {
  public:
@@ -84,6 +98,11 @@ class Checker {
   void check_non_negative(const std::string& field, double v) const {
     if (!std::isfinite(v) || v < 0) fail(field, "must be finite and >= 0, got " + std::to_string(v));
   }
+  template <class T>
+  void check_range(const std::string& field, T v, T max, const char* what) const {
+    check_non_negative(field, v);
+    if (v > max) fail(field, fmt::format("{} is beyond what one op can {} (at most {})", v, what, max));
+  }
 
   void check_slot(const std::string& field, int32_t slot, int num_slots, const char* what,
                   std::vector<std::string>& users) const {
@@ -108,11 +127,26 @@ class Checker {
       fail(f + ".streams", std::to_string(cls.streams_size()) + " streams (at most " +
                                std::to_string(kMaxStreamsPerClass) + ")");
     }
+    int64_t memory = 0;  // Σ |delta| + baseline, checked against kMaxClassMemoryBytes
+    const auto add_memory = [&](const std::string& field, int64_t v) {
+      if (v < -kMaxDeltaBytes || v > kMaxDeltaBytes)
+        fail(field, fmt::format("{} bytes is beyond what one GPU can allocate at once (at most 2^50)", v));
+      memory += v < 0 ? -v : v;
+      if (memory > kMaxClassMemoryBytes)
+        fail(field, "the class's memory baseline and deltas add up to more than 2^62 bytes");
+    };
+    const auto& m = cls.memory();
+    add_memory(f + ".memory.weights_bytes", m.weights_bytes());
+    add_memory(f + ".memory.gradients_bytes", m.gradients_bytes());
+    add_memory(f + ".memory.optimizer_bytes", m.optimizer_bytes());
+    add_memory(f + ".memory.other_bytes", m.other_bytes());
     for (int s = 0; s < cls.streams_size(); ++s) {
       const auto& stream = cls.streams(s);
       for (int o = 0; o < stream.ops_size(); ++o) {
-        check_op(f + ".streams[" + std::to_string(s) + "].ops[" + std::to_string(o) + "]", stream.ops(o),
-                 cls.num_events(), use);
+        const std::string at = f + ".streams[" + std::to_string(s) + "].ops[" + std::to_string(o) + "]";
+        check_op(at, stream.ops(o), cls.num_events(), use);
+        if (stream.ops(o).has_compute())
+          add_memory(at + ".compute.memory_delta_bytes", stream.ops(o).compute().memory_delta_bytes());
       }
     }
     return use;
@@ -122,12 +156,13 @@ class Checker {
     if (op.host_ns() < 0) {
       fail(f + ".host_ns", "must be >= 0 (the host's time to issue the op), got " + std::to_string(op.host_ns()));
     }
+    check_range(f + ".host_ns", op.host_ns(), kMaxOpNs, "last");
     switch (op.kind_case()) {
       case ir::Op::kCompute: {
         const auto& c = op.compute();
-        check_non_negative(f + ".compute.flops", c.flops());
-        check_non_negative(f + ".compute.bytes", c.bytes());
-        check_non_negative(f + ".compute.fixed_duration_ns", c.fixed_duration_ns());
+        check_range(f + ".compute.flops", c.flops(), kMaxOpFlops, "run");
+        check_range(f + ".compute.bytes", c.bytes(), kMaxOpBytes, "touch");
+        check_range(f + ".compute.fixed_duration_ns", c.fixed_duration_ns(), kMaxOpNs, "last");
         if (!ir::OpClass_IsValid(c.op_class())) fail(f + ".compute.op_class", "unknown op class " + std::to_string(c.op_class()));
         for (int i = 0; i < c.shape_size(); ++i) {
           check_non_negative(f + ".compute.shape[" + std::to_string(i) + "]", c.shape(i));
@@ -141,22 +176,22 @@ class Checker {
         }
         check_slot(f + ".collective.group_slot", c.group_slot(), p_.group_slots_size(), "group slot",
                    use.group_slot_user);
-        check_non_negative(f + ".collective.bytes", c.bytes());
-        check_non_negative(f + ".collective.fixed_duration_ns", c.fixed_duration_ns());
+        check_range(f + ".collective.bytes", c.bytes(), kMaxOpBytesInt, "move");
+        check_range(f + ".collective.fixed_duration_ns", c.fixed_duration_ns(), kMaxOpNs, "last");
         return;
       }
       case ir::Op::kSend: {
         const auto& s = op.send();
         check_slot(f + ".send.peer_slot", s.peer_slot(), p_.peer_slots_size(), "peer slot", use.peer_slot_user);
-        check_non_negative(f + ".send.bytes", s.bytes());
+        check_range(f + ".send.bytes", s.bytes(), kMaxOpBytesInt, "move");
         check_non_negative(f + ".send.channel", int64_t{s.channel()});
-        check_non_negative(f + ".send.fixed_duration_ns", s.fixed_duration_ns());
+        check_range(f + ".send.fixed_duration_ns", s.fixed_duration_ns(), kMaxOpNs, "last");
         return;
       }
       case ir::Op::kRecv: {
         const auto& r = op.recv();
         check_slot(f + ".recv.peer_slot", r.peer_slot(), p_.peer_slots_size(), "peer slot", use.peer_slot_user);
-        check_non_negative(f + ".recv.bytes", r.bytes());
+        check_range(f + ".recv.bytes", r.bytes(), kMaxOpBytesInt, "move");
         check_non_negative(f + ".recv.channel", int64_t{r.channel()});
         return;
       }

@@ -4,6 +4,7 @@
 #include <google/protobuf/reflection.h>
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <limits>
 #include <random>
 
@@ -91,6 +92,49 @@ TEST(Validate, NamesTheOffendingElement) {
     c.corrupt(p);
     EXPECT_THAT(rejection(p), HasSubstr(c.expected));
   }
+}
+
+// Issue 16's bad-input cases: values that pass a sign check but overflow a
+// derived sum (the running memory total, the end time) are refused by field.
+TEST(Validate, BoundsKeepEveryDerivedSumInsideInt64) {
+  const auto first_compute = [](ir::Program& p) -> ir::Compute* {
+    for (auto& st : *p.mutable_classes(0)->mutable_streams())
+      for (auto& op : *st.mutable_ops())
+        if (op.has_compute()) return op.mutable_compute();
+    return nullptr;
+  };
+  struct Case {
+    std::function<void(ir::Compute&)> corrupt;
+    std::string expected;
+  };
+  const std::vector<Case> cases = {
+      {[](ir::Compute& c) { c.set_memory_delta_bytes(std::numeric_limits<int64_t>::max() - 5); },
+       "compute.memory_delta_bytes: 9223372036854775802 bytes is beyond what one GPU can allocate"},
+      {[](ir::Compute& c) { c.set_memory_delta_bytes(int64_t{1} << 49); }, ""},  // 512 TiB: allowed
+      {[](ir::Compute& c) { c.set_fixed_duration_ns(9'000'000'000'000'000'000); },
+       "compute.fixed_duration_ns: 9000000000000000000 is beyond what one op can last"},
+      {[](ir::Compute& c) { c.set_flops(1e300); }, "compute.flops: 1e+300 is beyond what one op can run"},
+      {[](ir::Compute& c) { c.set_bytes(1e300); }, "compute.bytes: 1e+300 is beyond what one op can touch"},
+  };
+  for (const Case& c : cases) {
+    ir::Program p = small_program();
+    ir::Compute* op = first_compute(p);
+    ASSERT_NE(op, nullptr);
+    c.corrupt(*op);
+    if (c.expected.empty())
+      EXPECT_EQ(rejection(p), "");
+    else
+      EXPECT_THAT(rejection(p), HasSubstr(c.expected));
+  }
+  // Many deltas each within bounds but together beyond 2^62.
+  ir::Program p = small_program();
+  auto* st = p.mutable_classes(0)->mutable_streams(0);
+  for (int i = 0; i < 4097; ++i) {
+    auto* c = st->add_ops()->mutable_compute();
+    c->set_op_class(ir::ELEMENTWISE);
+    c->set_memory_delta_bytes(i % 2 == 0 ? int64_t{1} << 50 : -(int64_t{1} << 50));
+  }
+  EXPECT_THAT(rejection(p), HasSubstr("add up to more than 2^62 bytes"));
 }
 
 // ---------------------------------------------------------------- random corruption
