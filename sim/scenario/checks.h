@@ -58,9 +58,20 @@ class Checker {
     if (value > max) fail(path, fmt(value) + " is above the supported maximum " + fmt(max), "use a realistic value");
   }
 
+  // A positive rate (TFLOP/s, GB/s) no real device falls below: a lower one
+  // (1e-12) would make every derived duration overflow int64 nanoseconds.
+  void rate(const std::string& path, double value, double min, double max, const char* unit) const {
+    real(path, value, max, false);
+    if (value < min)
+      fail(path, fmt(value) + " " + unit + " is below the supported minimum " + fmt(min) + " " + unit,
+           "use the device's real figure");
+  }
+
+  // Achieved / peak, at least 0.001 (below that the device is not running
+  // the kernel, and durations derived from it overflow).
   void fraction(const std::string& path, double value) const {
-    if (!std::isfinite(value) || value <= 0 || value > 1)
-      fail(path, "must be in (0, 1] (achieved / peak), got " + fmt(value), "use a fraction such as 0.8");
+    if (!std::isfinite(value) || value < 1e-3 || value > 1)
+      fail(path, "must be in [0.001, 1] (achieved / peak), got " + fmt(value), "use a fraction such as 0.8");
   }
 
   template <class E>

@@ -62,7 +62,7 @@ void check_link(const Checker& c, const LinkSpec& link, const std::string& p,
   need(p + ".bandwidth_gb_per_s", link.has_bandwidth_gb_per_s());
   need(p + ".latency_us", link.has_latency_us());
   need(p + ".efficiency", link.has_efficiency());
-  c.real(p + ".bandwidth_gb_per_s", link.bandwidth_gb_per_s(), 1e6, false);
+  c.rate(p + ".bandwidth_gb_per_s", link.bandwidth_gb_per_s(), 1e-3, 1e6, "GB/s");
   c.real(p + ".latency_us", link.latency_us(), 1e6, true);
   c.fraction(p + ".efficiency", link.efficiency());
 }
@@ -153,10 +153,10 @@ void validate_cluster(const Scenario& spec, const Checker& c) {
       {"peak_fp32_tflops", {g.has_peak_fp32_tflops(), g.peak_fp32_tflops()}},
   };
   for (const auto& [name, v] : peaks)
-    if (v.first) c.real(std::string("cluster.gpu.") + name, v.second, 1e5, false);
+    if (v.first) c.rate(std::string("cluster.gpu.") + name, v.second, 1e-3, 1e5, "TFLOP/s");
 
   need("cluster.gpu.hbm_bandwidth_gb_per_s", g.has_hbm_bandwidth_gb_per_s());
-  c.real("cluster.gpu.hbm_bandwidth_gb_per_s", g.hbm_bandwidth_gb_per_s(), 1e6, false);
+  c.rate("cluster.gpu.hbm_bandwidth_gb_per_s", g.hbm_bandwidth_gb_per_s(), 1e-3, 1e6, "GB/s");
   need("cluster.gpu.hbm_capacity_gib", g.has_hbm_capacity_gib());
   c.real("cluster.gpu.hbm_capacity_gib", g.hbm_capacity_gib(), 1e5, false);
   need("cluster.gpu.num_sms", g.has_num_sms());
