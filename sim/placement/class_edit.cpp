@@ -60,6 +60,7 @@ int32_t add_peer_slot(ir::Program& program, const std::string& name) {
 
 int32_t intern_group(ir::Program& program, ir::GroupKind kind, const std::vector<int32_t>& ranks) {
   for (int32_t g = 0; g < program.groups_size(); ++g) {
+    if (program.groups(g).kind() != kind) continue;
     const auto& existing = program.groups(g).ranks();
     if (std::equal(existing.begin(), existing.end(), ranks.begin(), ranks.end())) return g;
   }

@@ -33,7 +33,12 @@ int32_t find_stream(const ir::RankClass& rank_class, const std::string& name);
 // extends every RankBinding's group / peer list with -1.
 int32_t add_group_slot(ir::Program& program, const std::string& name, ir::GroupKind kind);
 int32_t add_peer_slot(ir::Program& program, const std::string& name);
-// Index of `ranks` (ascending) in program.groups, adding it when new.
+// Index of the group of `kind` with `ranks` (ascending) in program.groups,
+// adding it when new. A group of another kind with the same ranks is not
+// reused: each module gets its own communicator (as Megatron creates process
+// groups per module), since collectives match per group in issue order and
+// two modules' streams issue theirs independently (an encoder DP group equal
+// to the LLM's world group raced in `lacuna execute`).
 int32_t intern_group(ir::Program& program, ir::GroupKind kind, const std::vector<int32_t>& ranks);
 
 // Fills one side of a point-to-point transfer (ir::Send or ir::Recv: the
