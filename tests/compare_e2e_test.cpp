@@ -173,11 +173,13 @@ TEST(CompareE2E, PlacementsOverHbmAreListedWithTheirReasonAndNotRanked) {
     EXPECT_NE(r.output.find(reason.substr(0, 40)), std::string::npos) << "the reason under the table\n" << r.output;
   }
   // Heterogeneous non-colocated: its LLM ranks (the island's GPUs fit).
-  EXPECT_EQ(over, (std::vector<std::string>{"MEGATRON_BALANCED", "HETEROGENEOUS_COLOCATED",
+  // Optimus: since its encoder groups got communicators of their own (not
+  // the LLM's world group), its worst rank peaks over this tight capacity.
+  EXPECT_EQ(over, (std::vector<std::string>{"MEGATRON_BALANCED", "OPTIMUS", "HETEROGENEOUS_COLOCATED",
                                             "HETEROGENEOUS_NONCOLOCATED"}));
-  // Only those that fit are ranked, fastest first (baseline, Optimus and the
+  // Only those that fit are ranked, fastest first (the baseline and the
   // layer split).
-  ASSERT_EQ(j["ranking"].size(), 3u);
+  ASSERT_EQ(j["ranking"].size(), 2u);
   std::vector<std::string> ranking;
   for (const auto& k : j["ranking"]) ranking.push_back(k.get<std::string>());
   std::sort(ranked.begin(), ranked.end());
