@@ -173,8 +173,9 @@ TEST(CompareE2E, PlacementsOverHbmAreListedWithTheirReasonAndNotRanked) {
     EXPECT_NE(r.output.find(reason.substr(0, 40)), std::string::npos) << "the reason under the table\n" << r.output;
   }
   // Heterogeneous non-colocated: its LLM ranks (the island's GPUs fit).
-  // Optimus: since its encoder groups got communicators of their own (not
-  // the LLM's world group), its worst rank peaks over this tight capacity.
+  // Optimus: its encoder groups have communicators of their own (not the
+  // LLM's world group), whose NCCL buffers put its worst rank at 5.46 GB,
+  // over this tight capacity (4.77 GB while it shared the world group).
   EXPECT_EQ(over, (std::vector<std::string>{"MEGATRON_BALANCED", "OPTIMUS", "HETEROGENEOUS_COLOCATED",
                                             "HETEROGENEOUS_NONCOLOCATED"}));
   // Only those that fit are ranked, fastest first (the baseline and the
