@@ -39,7 +39,6 @@ OutputTarget resolve_output(const std::string& path, std::string_view option) {
   if (path.empty())
     fail(path, option, "the output path is empty", "give a file name, or leave the option out");
   OutputTarget out;
-  out.requested = path;
   std::error_code ec;
   // The kernel follows the links first: /dev/stdout is a link to a "pipe:[N]"
   // that no path names, so what it reaches is asked of stat(2).

@@ -16,7 +16,6 @@
 namespace lacuna {
 
 struct OutputTarget {
-  std::string requested;           // as given
   std::filesystem::path resolved;  // symlinks followed
   bool write_through = false;      // an existing non-regular file: written in place
 };

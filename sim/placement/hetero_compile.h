@@ -28,6 +28,12 @@ void add_encoder_islands(const scenario::LoadedScenario& scenario, const Plan& p
 void bind_axis_groups(ir::Program& program, Groups& groups, const std::string& key, ir::GroupKind kind, int32_t slot,
                       const compiler::RankLayout& layout, int32_t first_rank, std::array<bool, 4> vary);
 
+// Binds `next_slot` / `prev_slot` on every rank of a module layout (global
+// ranks first_rank + local) to the rank of the same coordinates one pipeline
+// stage later / earlier (none past the ends).
+void bind_stage_peers(ir::Program& program, const compiler::RankLayout& layout, int32_t first_rank, int32_t next_slot,
+                      int32_t prev_slot);
+
 // Host copy of `bytes` over the host link (GB/s): whole nanoseconds, at least 1.
 int64_t host_copy_ns(int64_t bytes, double gb_per_s);
 

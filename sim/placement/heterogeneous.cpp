@@ -14,6 +14,20 @@ namespace lacuna::placement {
 
 namespace hetero {
 
+void bind_stage_peers(ir::Program& program, const compiler::RankLayout& layout, int32_t first_rank, int32_t next_slot,
+                      int32_t prev_slot) {
+  const int32_t last = layout.dims().pp - 1;
+  for (int32_t l = 0; l < layout.dims().world(); ++l) {
+    const ir::Coordinates c = layout.coordinates(l);
+    ir::Coordinates next = c, prev = c;
+    next.set_pp(c.pp() + 1);
+    prev.set_pp(c.pp() - 1);
+    ir::RankBinding* b = program.mutable_ranks(first_rank + l);
+    if (c.pp() < last) b->set_peer(next_slot, first_rank + layout.rank(next));
+    if (c.pp() > 0) b->set_peer(prev_slot, first_rank + layout.rank(prev));
+  }
+}
+
 void bind_axis_groups(ir::Program& program, Groups& groups, const std::string& key, ir::GroupKind kind, int32_t slot,
                       const compiler::RankLayout& layout, int32_t first_rank, std::array<bool, 4> vary) {
   const compiler::ParallelDims& d = layout.dims();

@@ -322,14 +322,7 @@ void add_colocated_encoders(const scenario::LoadedScenario& scenario, const Plan
     if (enc.dims.pp > 1) {
       s.pp_next = add_peer_slot(p, pre + "_pp_next");
       s.pp_prev = add_peer_slot(p, pre + "_pp_prev");
-      for (int32_t r = 0; r < enc.world(); ++r) {
-        const ir::Coordinates c = el.coordinates(r);
-        ir::Coordinates next = c, prev = c;
-        next.set_pp(c.pp() + 1);
-        prev.set_pp(c.pp() - 1);
-        if (c.pp() < last) p.mutable_ranks(r)->set_peer(s.pp_next, el.rank(next));
-        if (c.pp() > 0) p.mutable_ranks(r)->set_peer(s.pp_prev, el.rank(prev));
-      }
+      bind_stage_peers(p, el, 0, s.pp_next, s.pp_prev);
     }
   }
   std::vector<int32_t> bridge_slot;

@@ -195,15 +195,7 @@ void add_encoder_islands(const scenario::LoadedScenario& scenario, const Plan& p
     if (enc.dims.pp > 1) {
       s.pp_next = add_peer_slot(p, pre + "_pp_next");
       s.pp_prev = add_peer_slot(p, pre + "_pp_prev");
-      for (int32_t l = 0; l < enc.world(); ++l) {
-        ir::Coordinates c = el.coordinates(l);
-        auto* b = p.mutable_ranks(enc.first_rank + l);
-        ir::Coordinates next = c, prev = c;
-        next.set_pp(c.pp() + 1);
-        prev.set_pp(c.pp() - 1);
-        if (c.pp() < last) b->set_peer(s.pp_next, enc.first_rank + el.rank(next));
-        if (c.pp() > 0) b->set_peer(s.pp_prev, enc.first_rank + el.rank(prev));
-      }
+      bind_stage_peers(p, el, enc.first_rank, s.pp_next, s.pp_prev);
     }
     // The bridge's broadcast groups: the boundary stage's tp × cp ranks of
     // each DP shard, on both sides. The encoder side has two communicators:
