@@ -558,25 +558,48 @@ std::int64_t last_level_cache_bytes() {
   return cached;
 }
 
-std::unique_ptr<CpuCase> make_cpu_case(const ir::Compute& op, const CpuCaseOptions& options) {
-  CaseSpec spec = spec_for(op);
-  spec.description = describe_op(op.op_class(), op.variant(), shape_of(op)) + " fp32 cpu";
-  std::int64_t set_bytes = 0;
+namespace {
+
+struct CaseSize {
+  std::int64_t set_bytes = 0;  // one set's float buffers
+  std::int64_t sets = 1;
+};
+
+// The sets make_cpu_case allocates for `spec` (and the refusal above the
+// resident limit), shared with cpu_case_resident_bytes.
+CaseSize case_size(const ir::Compute& op, const CaseSpec& spec, const CpuCaseOptions& options) {
+  CaseSize z;
   for (std::int64_t n : spec.sizes) {
-    if (n > std::numeric_limits<std::int64_t>::max() / 8 - set_bytes) unsupported(op, "the buffers overflow");
-    set_bytes += n * static_cast<std::int64_t>(sizeof(float));
+    if (n > std::numeric_limits<std::int64_t>::max() / 8 - z.set_bytes) unsupported(op, "the buffers overflow");
+    z.set_bytes += n * static_cast<std::int64_t>(sizeof(float));
   }
-  if (set_bytes + spec.shared_bytes > options.max_resident_bytes) {
-    throw Error(spec.description + ": needs " + std::to_string((set_bytes + spec.shared_bytes) >> 20) +
+  if (z.set_bytes + spec.shared_bytes > options.max_resident_bytes) {
+    throw Error(spec.description + ": needs " + std::to_string((z.set_bytes + spec.shared_bytes) >> 20) +
                 " MiB of buffers, more than the limit of " + std::to_string(options.max_resident_bytes >> 20) +
                 " MiB");
   }
   const std::int64_t cache = options.cache_bytes > 0 ? options.cache_bytes : last_level_cache_bytes();
   // Enough sets that one round over them exceeds 2× the cache, within the caps.
-  std::int64_t sets = set_bytes > 0 ? (2 * cache) / set_bytes + 1 : 1;
-  sets = std::clamp<std::int64_t>(sets, 1, std::max(1, options.max_sets));
-  while (sets > 1 && sets * set_bytes + spec.shared_bytes > options.max_resident_bytes) --sets;
-  return std::make_unique<CpuCaseImpl>(std::move(spec), static_cast<int>(sets), options.seed);
+  z.sets = z.set_bytes > 0 ? (2 * cache) / z.set_bytes + 1 : 1;
+  z.sets = std::clamp<std::int64_t>(z.sets, 1, std::max(1, options.max_sets));
+  while (z.sets > 1 && z.sets * z.set_bytes + spec.shared_bytes > options.max_resident_bytes) --z.sets;
+  return z;
+}
+
+}  // namespace
+
+std::unique_ptr<CpuCase> make_cpu_case(const ir::Compute& op, const CpuCaseOptions& options) {
+  CaseSpec spec = spec_for(op);
+  spec.description = describe_op(op.op_class(), op.variant(), shape_of(op)) + " fp32 cpu";
+  const CaseSize z = case_size(op, spec, options);
+  return std::make_unique<CpuCaseImpl>(std::move(spec), static_cast<int>(z.sets), options.seed);
+}
+
+std::int64_t cpu_case_resident_bytes(const ir::Compute& op, const CpuCaseOptions& options) {
+  CaseSpec spec = spec_for(op);
+  spec.description = describe_op(op.op_class(), op.variant(), shape_of(op)) + " fp32 cpu";
+  const CaseSize z = case_size(op, spec, options);
+  return z.sets * z.set_bytes + spec.shared_bytes;
 }
 
 std::unique_ptr<KernelCase> make_cpu_case(const ir::Compute& op) { return make_cpu_case(op, CpuCaseOptions{}); }

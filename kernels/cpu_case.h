@@ -66,6 +66,10 @@ class CpuCase : public KernelCase {
 std::unique_ptr<CpuCase> make_cpu_case(const ir::Compute& op, const CpuCaseOptions& options);
 std::unique_ptr<KernelCase> make_cpu_case(const ir::Compute& op);
 
+// The bytes make_cpu_case(op, options) would keep resident (every set's
+// buffers and the shared data), without allocating them; the same errors.
+std::int64_t cpu_case_resident_bytes(const ir::Compute& op, const CpuCaseOptions& options);
+
 // Whether make_cpu_case handles this class and variant (shapes aside).
 bool cpu_case_supported(ir::OpClass op_class, ir::KernelVariant variant);
 

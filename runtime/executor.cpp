@@ -17,6 +17,7 @@
 
 #include "kernels/cpu_case.h"
 #include "runtime/communicator.h"
+#include "runtime/memory_bound.h"
 #include "runtime/plan.h"
 #include "sim/core/error.h"
 
@@ -433,6 +434,8 @@ ExecutionResult execute(const ir::Program& program, const ExecuteOptions& option
   const Plan plan = make_plan(program, PlanOptions{.ranks = options.ranks,
                                                    .apply_compute_time_scale = options.apply_compute_time_scale,
                                                    .replay = options.replay});
+  const std::int64_t kept = options.keep_all_iterations ? options.iterations : 1;
+  check_memory(estimate_cpu_memory(plan, kept), options.max_memory_bytes, "--max-host-memory-gb");
   Run run(program, plan, options);
   return run.run();
 }

@@ -56,6 +56,9 @@ struct ExecuteOptions {
   // groups and peers; ops with a rank outside them are emulated from these
   // predicted spans. Not owned; must outlive the call.
   const ReplayTimes* replay = nullptr;
+  // Refuse, before any buffer is allocated, a run whose estimated memory
+  // (runtime/memory_bound.h) exceeds this many bytes; 0: no limit.
+  std::int64_t max_memory_bytes = 0;
 };
 
 // One op of one iteration; times in ns relative to the iteration's start

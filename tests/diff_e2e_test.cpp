@@ -73,7 +73,7 @@ TEST(DiffE2E, BadInputIsExitTwoWithAMessage) {
 
   r = run_lacuna("diff " + flow + " " + (dir / "missing.json"));
   EXPECT_EQ(r.exit_code, 2) << r.output;
-  EXPECT_NE(r.output.find("missing.json: cannot read the file"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("missing.json: timeline JSON not found"), std::string::npos) << r.output;
 
   doc = nlohmann::ordered_json::parse(read_file(flow));
   doc["scenario"] = "another";

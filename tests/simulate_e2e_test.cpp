@@ -8,6 +8,7 @@
 #include <vector>
 #include <nlohmann/json.hpp>
 
+#include "sim/ir/digest.h"
 #include "sim/proto/program.pb.h"
 #include "tests/cli_test_util.h"
 
@@ -310,6 +311,7 @@ TEST(SimulateE2E, DeadlockedProgramIsReportedWithRanksAndOps) {
     b->set_node(0);
     b->set_local_gpu(r);
   }
+  ir::stamp_content_digest(p);
   TempDir dir("deadlock");
   {
     std::ofstream out(dir / "d.pb", std::ios::binary);
@@ -322,17 +324,42 @@ TEST(SimulateE2E, DeadlockedProgramIsReportedWithRanksAndOps) {
   EXPECT_NE(r.output.find("recv"), std::string::npos) << r.output;
 }
 
+// Under ASan + UBSan (6-7 times slower) the scenarios whose folded
+// simulation takes more than 2 s in the release build are left to that
+// build: they exercise the same code at a larger size, and together they
+// took 870 s of the sanitizer run's CI time. Measured 2026-11-26, release,
+// `lacuna simulate S --fold --no-trace --no-svg` on the 2-core machine:
+// mimo-7b-120b-8k-256-homogeneous 14.1 s, ptdp-10-1t 13.2 s, sar-1t-* 12.0 and
+// 11.6 s, ptdp-09 6.7 s, sar-530b-* 6.3 and 6.2 s, megascale-175b-3072 4.4 s,
+// optimus-multi-vit-11b-vit-5b 3.8 s, optimus-vit22b-gpt175b-1536 3.7 s and
+// -2048 3.1 s, mimo-7b-120b-8k-264-noncolocated 2.7 s, ptdp-08 2.5 s,
+// optimus-multi-vit-22b-vit-11b 2.3 s and -vit-5b 2.2 s,
+// optimus-weak-c 2.1 s. Every other scenario (under 2 s) runs in both builds.
+bool left_to_the_release_build(const std::string& name) {
+#if defined(LACUNA_SANITIZED)
+  for (const char* heavy :
+       {"mimo-7b-120b-8k-256-homogeneous", "ptdp-10-1t", "sar-1t-", "ptdp-09-", "sar-530b-", "megascale-175b-3072",
+        "optimus-multi-vit-", "optimus-vit22b-gpt175b-1536", "optimus-vit22b-gpt175b-2048",
+        "mimo-7b-120b-8k-264-noncolocated", "ptdp-08-", "optimus-weak-c-"}) {
+    if (name.find(heavy) != std::string::npos) return true;
+  }
+#endif
+  (void)name;
+  return false;
+}
+
 TEST(SimulateE2E, EveryShippedScenarioSimulatesFolded) {
   TempDir dir("all");
   int count = 0;
   for (const auto& e : std::filesystem::recursive_directory_iterator(source_path("scenarios"))) {
     const auto ext = e.path().extension();
     if (ext != ".pbtxt" && ext != ".json") continue;
+    if (left_to_the_release_build(e.path().filename().string())) continue;
     const auto j = simulate_json(e.path().string(), "--fold --no-trace --no-svg", dir);
     EXPECT_GT(j["iteration_time_s"].get<double>(), 0.0) << e.path();
     ++count;
   }
-  EXPECT_GE(count, 12);
+  EXPECT_GE(count, 12);  // 28 under the sanitizers, 44 in the release build
 }
 
 }  // namespace

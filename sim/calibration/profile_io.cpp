@@ -14,6 +14,7 @@
 
 #include "sim/core/atomic_file.h"
 #include "sim/core/error.h"
+#include "sim/core/input_file.h"
 #include "sim/scenario/parse.h"
 
 namespace lacuna::calibration {
@@ -109,14 +110,7 @@ calib::CalibrationProfile parse_profile(std::string_view text, const std::string
 }
 
 calib::CalibrationProfile read_profile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw Error(SourceLocation{path, 0, 0, {}}, "cannot open the calibration profile",
-                "check the path; `lacuna calibrate -o FILE` writes one");
-  }
-  std::ostringstream buf;
-  buf << in.rdbuf();
-  return parse_profile(buf.str(), path);
+  return parse_profile(read_input_file(path, kProfileInput), path);
 }
 
 std::string format_profile(const calib::CalibrationProfile& profile) {

@@ -92,7 +92,7 @@ TEST(ProfileIo, MissingFileIsAnError) {
     read_profile("/nonexistent/p.pbtxt");
     FAIL();
   } catch (const Error& e) {
-    EXPECT_THAT(std::string(e.what()), HasSubstr("/nonexistent/p.pbtxt: cannot open the calibration profile"));
+    EXPECT_THAT(std::string(e.what()), HasSubstr("/nonexistent/p.pbtxt: calibration profile not found"));
   }
 }
 

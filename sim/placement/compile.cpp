@@ -45,6 +45,9 @@ ir::Program compile_as(const scenario::LoadedScenario& scenario, scenario::Place
 ir::Program compile_as(const scenario::LoadedScenario& scenario, scenario::PlacementKind kind,
                        const cost::CostModel& cost_model) {
   ir::Program p = compile_placement(scenario, kind, cost_model);
+  if (scenario.spec.model().encoders_size() > 0) {
+    p.mutable_info()->set_planning_cost_model(std::string(cost_model.name()));
+  }
   compiler::apply_host_model(p);
   compiler::apply_memory_overheads(p);
   return p;

@@ -881,6 +881,12 @@ TEST(Optimus, ShippedScenariosKeepTheirDependencies) {
     const std::string name = entry.path().filename().string();
     if (name.rfind("optimus-", 0) != 0 || entry.path().extension() != ".pbtxt") continue;
     if (name.find("3072") != std::string::npos) continue;  // its own test above
+#if defined(LACUNA_SANITIZED)
+    // The GPT-175B ones (512 to 2,048 GPUs) took 239 s of the sanitizer
+    // run; the release build plans and checks them all, the sanitizer build
+    // the smaller models (Llama-70B, GPT-11B), which run the same planner.
+    if (name.find("175b") != std::string::npos) continue;
+#endif
     SCOPED_TRACE(name);
     ++found;
     const auto s = scenario::load_scenario(entry.path().string());

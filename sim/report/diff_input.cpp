@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sim/core/error.h"
+#include "sim/core/input_file.h"
 #include "sim/core/units.h"
 #include "sim/report/diff.h"
 
@@ -194,8 +195,31 @@ const DiffRank* DiffInput::find_rank(int32_t rank) const {
 DiffInput parse_diff_input(std::string_view json_text, const std::string& file) {
   const Reader in(file);
   Json doc;
+  if (json_text.substr(0, 3) == "\xEF\xBB\xBF") {
+    in.fail({}, "the file starts with a UTF-8 byte-order mark (BOM)",
+            "lacuna writes JSON without one; pass the file it wrote, or save it as UTF-8 without a BOM");
+  }
+  // A key given twice in one object would silently keep the last value;
+  // refuse it, as the scenario reader does.
+  std::vector<std::set<std::string>> keys_by_depth;
+  const auto no_duplicate_keys = [&](int depth, Json::parse_event_t event, Json& parsed) {
+    const auto d = static_cast<size_t>(depth);
+    if (event == Json::parse_event_t::object_start) {
+      if (keys_by_depth.size() <= d) keys_by_depth.resize(d + 1);
+      keys_by_depth[d].clear();
+    } else if (event == Json::parse_event_t::key) {
+      // Keys are reported one level deeper than their object's start.
+      const size_t level = d == 0 ? 0 : d - 1;
+      if (keys_by_depth.size() <= level) keys_by_depth.resize(level + 1);
+      const std::string key = parsed.get<std::string>();
+      if (!keys_by_depth[level].insert(key).second) {
+        in.fail({}, fmt::format("the key \"{}\" appears twice in one object", key), "keep one of them");
+      }
+    }
+    return true;
+  };
   try {
-    doc = Json::parse(json_text);
+    doc = Json::parse(json_text, no_duplicate_keys);
   } catch (const Json::parse_error& e) {
     in.fail({}, fmt::format("not valid JSON ({})", e.what()),
             "pass the file written by `lacuna simulate --json` or `lacuna execute --json`");
@@ -219,12 +243,7 @@ DiffInput parse_diff_input(std::string_view json_text, const std::string& file) 
 }
 
 DiffInput load_diff_input(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw Error(SourceLocation{path, 0, 0, {}}, "cannot read the file");
-  std::ostringstream text;
-  text << f.rdbuf();
-  if (f.bad()) throw Error(SourceLocation{path, 0, 0, {}}, "cannot read the file");
-  return parse_diff_input(text.str(), path);
+  return parse_diff_input(read_input_file(path, kDiffInput), path);
 }
 
 }  // namespace lacuna::report

@@ -388,7 +388,7 @@ TEST(ParseDiffInput, ErrorsNameTheFileAndTheKey) {
     EXPECT_THAT(parse_error(d), HasSubstr("num_gpus: integer out of range"));
   }
   EXPECT_THAT(error_of([] { load_diff_input("/nonexistent/lacuna/diff.json"); }),
-              HasSubstr("/nonexistent/lacuna/diff.json: cannot read the file"));
+              HasSubstr("/nonexistent/lacuna/diff.json: timeline JSON not found"));
 }
 
 TEST(FormatDiff, PrintsEverySection) {

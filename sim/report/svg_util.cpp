@@ -62,7 +62,10 @@ void grid(std::string& o, const TimeAxis& axis, double top, double bottom) {
   auto out = std::back_inserter(o);
   const int64_t step = tick_step(axis.total_ns);
   fmt::format_to(out, "<g stroke=\"#e6e6e6\" stroke-width=\"1\">\n");
-  for (int64_t t = 0; t <= axis.total_ns; t += step) {
+  // Counted, not `t += step`: near INT64_MAX the sum would wrap and the loop
+  // would write lines until memory ran out (issue 16).
+  for (int64_t i = 0, n = axis.total_ns / step; i <= n; ++i) {
+    const int64_t t = i * step;
     fmt::format_to(out, "<line x1=\"{0:.2f}\" y1=\"{1:.2f}\" x2=\"{0:.2f}\" y2=\"{2:.2f}\"/>\n", axis.x(t), top, bottom);
   }
   fmt::format_to(out, "</g>\n");
@@ -73,7 +76,8 @@ void time_axis(std::string& o, const TimeAxis& axis, double y) {
   const int64_t step = tick_step(axis.total_ns);
   fmt::format_to(out, "<g class=\"axis\">\n<line x1=\"{:.2f}\" y1=\"{:.2f}\" x2=\"{:.2f}\" y2=\"{:.2f}\" stroke=\"#333\"/>\n",
                  axis.x(0), y, axis.x(axis.total_ns), y);
-  for (int64_t t = 0; t <= axis.total_ns; t += step) {
+  for (int64_t i = 0, n = axis.total_ns / step; i <= n; ++i) {
+    const int64_t t = i * step;
     fmt::format_to(out,
                    "<line x1=\"{0:.2f}\" y1=\"{1:.2f}\" x2=\"{0:.2f}\" y2=\"{2:.2f}\" stroke=\"#333\"/>"
                    "<text x=\"{0:.2f}\" y=\"{3:.2f}\" text-anchor=\"middle\">{4}</text>\n",

@@ -30,6 +30,13 @@ struct Limits {
   // Estimated ops per pipeline rank (microbatches × layers per rank × ~60).
   static constexpr double kOpsPerRank = 5e6;
   static constexpr double kOpsPerLayerMicrobatch = 60;
+  // Estimated ops of the whole program (microbatches × every stage's layers
+  // × ~60; the compiler builds at least one class per pipeline stage). The
+  // compiler holds about 220 bytes per op (measured: `lacuna compile
+  // scenarios/validation/ptdp-10-1t.pbtxt`, 6.4 M ops, 1.41 GB peak RSS), so
+  // 3e7 estimated ops is about 10 GB; the largest shipped scenario estimates
+  // 3.9e6 (docs/reliability.md#bounded-runs).
+  static constexpr double kOpsPerProgram = 3e7;
 };
 
 class Checker {

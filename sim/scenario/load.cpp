@@ -1,6 +1,6 @@
 #include <filesystem>
-#include <fstream>
 
+#include "sim/core/input_file.h"
 #include "sim/scenario/edits.h"
 #include "sim/scenario/parse.h"
 #include "sim/scenario/resolve.h"
@@ -13,7 +13,6 @@ namespace {
 
 // Far above any real scenario; keeps a wrong path (a dataset, a binary) from
 // being read into memory whole.
-constexpr std::uintmax_t kMaxFileBytes = 16u << 20;
 
 bool only_whitespace_or_comments(std::string_view text, Format format) {
   bool in_comment = false;
@@ -96,24 +95,7 @@ LoadedScenario parse_scenario(std::string_view text, Format format, const std::s
 
 LoadedScenario load_scenario(const std::string& path, int64_t scale_down, const ScenarioEdits& edits) {
   check_factor(scale_down);
-  namespace fs = std::filesystem;
-  const SourceLocation where{path, 0, 0, {}};
-  std::error_code ec;
-  const auto status = fs::status(path, ec);
-  if (ec || !fs::exists(status))
-    throw Error(where, "scenario file not found", "check the path (relative paths start at the current directory)");
-  if (!fs::is_regular_file(status)) throw Error(where, "not a regular file", "give the path of a .pbtxt or .json file");
-  const auto size = fs::file_size(path, ec);
-  if (ec) throw Error(where, "cannot read the file size: " + ec.message(), "check the file's permissions");
-  if (size > kMaxFileBytes)
-    throw Error(where, "the file is " + std::to_string(size) + " bytes, above the 16 MiB a scenario may have",
-                "check that this is a scenario file");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(where, "cannot open the file", "check the file's permissions");
-  std::string text(static_cast<size_t>(size), '\0');
-  in.read(text.data(), static_cast<std::streamsize>(size));
-  if (in.gcount() != static_cast<std::streamsize>(size))
-    throw Error(where, "cannot read the file", "check the file's permissions");
+  const std::string text = read_input_file(path, kScenarioInput);
   return parse_scenario(text, has_json_extension(path) ? Format::kJson : Format::kText, path, scale_down, edits);
 }
 

@@ -3,6 +3,12 @@
 namespace lacuna::scenario {
 
 void check_utf8(std::string_view text, const SourceMap& locations) {
+  // Protobuf's text format and JSON parsers would report a BOM as a stray
+  // character at 1:1; say what it is instead.
+  if (text.substr(0, 3) == "\xEF\xBB\xBF") {
+    throw Error(SourceLocation{locations.file(), 1, 1, {}}, "the file starts with a UTF-8 byte-order mark (BOM)",
+                "save it as UTF-8 without a BOM");
+  }
   int line = 1;
   size_t line_start = 0;
   for (size_t i = 0; i < text.size();) {
@@ -27,7 +33,8 @@ void check_utf8(std::string_view text, const SourceMap& locations) {
     if (!ok || c == 0) {
       throw Error(SourceLocation{locations.file(), line, static_cast<int>(i - line_start) + 1, {}},
                   c == 0 ? "the file contains a NUL byte" : "the file is not valid UTF-8 text",
-                  "save the scenario as UTF-8 text");
+                  c == 0 ? "this reads text: check that the file is not binary or truncated"
+                         : "save the file as UTF-8 text");
     }
     i += len;
   }

@@ -226,6 +226,8 @@ void check_size(const Scenario& spec, const Checker& c) {
   const auto stages = layers_per_virtual_stage(spec);
   const int64_t pp = spec.parallel().pp();
   int64_t most = 0;
+  int64_t all_layers = 0;
+  for (const int64_t n : stages) all_layers += n;
   for (int64_t r = 0; r < pp; ++r) {
     int64_t n = 0;
     for (size_t k = static_cast<size_t>(r); k < stages.size(); k += static_cast<size_t>(pp)) n += stages[k];
@@ -239,6 +241,16 @@ void check_size(const Scenario& spec, const Checker& c) {
                " microbatches × " + s(most) + " layers × ~60), above the supported " +
                Checker::fmt(Limits::kOpsPerRank),
            "reduce global_batch (or raise micro_batch or dp), or use more pipeline stages");
+  // Per rank is not enough: 10^5 layers over pp 100 stay under it on every
+  // rank and still make a program of 10^8 ops (issue 16's bad_alloc).
+  const double program_ops = static_cast<double>(mb) * static_cast<double>(all_layers) * Limits::kOpsPerLayerMicrobatch;
+  if (program_ops > Limits::kOpsPerProgram)
+    c.fail("model.llm.num_layers",
+           "the program would hold about " + Checker::fmt(program_ops) + " ops in all (" + s(mb) +
+               " microbatches × " + s(all_layers) + " layers × ~60), about " +
+               Checker::fmt(program_ops * 220 / 1e9) + " GB while compiling, above the supported " +
+               Checker::fmt(Limits::kOpsPerProgram) + " ops (docs/reliability.md#bounded-runs)",
+           "reduce num_layers or global_batch (or raise micro_batch or dp)");
 }
 
 }  // namespace

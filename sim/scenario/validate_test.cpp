@@ -216,6 +216,19 @@ TEST(Validation, InterleavedNeedsPipeline) {
   EXPECT_THAT(e.problem(), HasSubstr("INTERLEAVED_1F1B needs pp ≥ 2"));
 }
 
+// Issue 16: 10^5 layers over pp 100 stayed under the per-rank bound, passed
+// validation, then died of bad_alloc after 65 s and 7.7 GB.
+TEST(Validation, AProgramTooLargeInAllIsRefusedUpFront) {
+  std::string text = replace_once(read_source(kSmall), "num_layers: 24", "num_layers: 100000");
+  text = replace_once(text, "num_nodes: 1", "num_nodes: 50");
+  text = replace_once(text, "pp: 2\n  dp: 2", "pp: 100\n  dp: 2");
+  text = replace_once(text, "global_batch: 32", "global_batch: 200");
+  const Error e = error_of(text, Format::kText);
+  EXPECT_EQ(e.where().field, "model.llm.num_layers");
+  EXPECT_THAT(e.problem(), HasSubstr("ops in all (50 microbatches × 100000 layers × ~60)"));
+  EXPECT_EQ(e.where().line, line_of(text, "num_layers: 100000"));
+}
+
 TEST(Validation, ValidScenarioPassesValidateScenarioDirectly) {
   const auto loaded = load_scenario(testing::source_path(kGpt3));
   EXPECT_NO_THROW(validate_scenario(loaded.spec, SourceMap{}));

@@ -1,16 +1,14 @@
 // `lacuna compile SCENARIO -o FILE`: the IR every rank runs, binary or text.
-#include <climits>
 #include <map>
 #include <memory>
 #include <string>
 
 #include <fmt/format.h>
-#include <google/protobuf/io/coded_stream.h>
-#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <google/protobuf/text_format.h>
 
 #include "sim/core/atomic_file.h"
 #include "sim/core/error.h"
+#include "sim/ir/digest.h"
 #include "sim/placement/compile.h"
 #include "sim/report/format.h"
 #include "sim/report/names.h"
@@ -49,20 +47,6 @@ OpCounts count_ops(const ir::RankClass& cls) {
   return c;
 }
 
-// Map fields (GpuSpec.efficiency) would otherwise be written in hash order,
-// which differs from run to run; the same scenario must give the same bytes.
-bool serialize_deterministically(const ir::Program& program, std::string* out) {
-  if (program.ByteSizeLong() > static_cast<size_t>(INT32_MAX)) return false;
-  out->clear();
-  {
-    google::protobuf::io::StringOutputStream stream(out);
-    google::protobuf::io::CodedOutputStream coded(&stream);
-    coded.SetSerializationDeterministic(true);
-    if (!program.SerializeToCodedStream(&coded)) return false;
-  }
-  return true;
-}
-
 int run_compile(const CompileOptions& o) {
   check_outputs({{"--output", o.output}}, {{"SCENARIO", o.scenario}});
   const scenario::LoadedScenario loaded = scenario::load_scenario(o.scenario, o.scale_down);
@@ -70,12 +54,13 @@ int run_compile(const CompileOptions& o) {
   // The resolved variability travels with the program (docs/variability.md),
   // so that `simulate FILE.pb` runs the cluster the scenario describes.
   attach_variability(program, loaded);
+  ir::stamp_content_digest(program);
   std::string bytes;
   if (o.text) {
     if (!google::protobuf::TextFormat::PrintToString(program, &bytes)) {
       throw InternalError("internal: could not print the program in text format");
     }
-  } else if (!serialize_deterministically(program, &bytes)) {
+  } else if (!ir::serialize_deterministically(program, &bytes)) {
     throw Error(SourceLocation{o.output, 0, 0, {}}, "program too large to serialize (protobuf limit is 2 GiB)",
                 "use `lacuna simulate` on the scenario directly");
   }
@@ -90,8 +75,10 @@ int run_compile(const CompileOptions& o) {
   if (program.info().scale_down() > 1)
     fmt::print("  scaled down {}x: hidden sizes and sequence lengths / {} (docs/scenario.md#scale-down)\n",
                program.info().scale_down(), program.info().scale_down());
-  fmt::print("  ranks   {}\n  classes {} ({} ops in all)\n  groups  {}\n", program.ranks_size(),
-             program.classes_size(), total_ops, program.groups_size());
+  fmt::print("  ranks   {}\n  classes {} ({} ops in all)\n  groups  {}\n  digest  {}\n", program.ranks_size(),
+             program.classes_size(), total_ops, program.groups_size(), program.info().content_digest());
+  if (!program.info().planning_cost_model().empty())
+    fmt::print("  planned with cost model: {}\n", program.info().planning_cost_model());
   if (program.info().modules_size() > 0) {
     std::string modules;
     for (const ir::ModuleInfo& m : program.info().modules()) {

@@ -11,6 +11,8 @@
 #include <thread>
 #include <vector>
 
+#include <unistd.h>
+
 #include <fmt/format.h>
 
 #include "runtime/backend.h"
@@ -47,6 +49,7 @@ struct ExecuteCliOptions {
   int compute_slots = -1;  // -1: the CPU backend's default, the hardware threads
   uint64_t seed = 1;
   int64_t scale_down = 1;
+  double max_host_memory_gb = -1;  // -1: 80 % of this machine's memory
   NetworkMode network = NetworkMode::kFlow;
   CalibrationOption calibration;
   OutputOptions outputs;
@@ -84,6 +87,16 @@ std::string iteration_list(const std::vector<int64_t>& iteration_ns, int warmup,
     if (static_cast<int>(i) == chosen) out += " (median)";
   }
   return out;
+}
+
+// --max-host-memory-gb in bytes; its default is 80 % of the machine's
+// physical memory (sysconf), leaving room for the process and the OS.
+int64_t max_host_memory_bytes(double gb) {
+  if (gb >= 0) return static_cast<int64_t>(gb * 1e9);
+  const long pages = ::sysconf(_SC_PHYS_PAGES);
+  const long page = ::sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || page <= 0) return 0;
+  return static_cast<int64_t>(0.8 * static_cast<double>(pages) * static_cast<double>(page));
 }
 
 int run_execute(const ExecuteCliOptions& o) {
@@ -131,6 +144,7 @@ int run_execute(const ExecuteCliOptions& o) {
   const int hardware_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   eo.compute_slots = o.compute_slots >= 0 ? o.compute_slots : backend->name() == "cpu" ? hardware_threads : 0;
   eo.replay = replay ? &*replay : nullptr;
+  if (backend->name() == "cpu") eo.max_memory_bytes = max_host_memory_bytes(o.max_host_memory_gb);
   // Executed rank subsets without --replay are checked by the plan (every
   // peer and group member must run).
 
@@ -214,6 +228,10 @@ void add_execute_command(CLI::App& app, Action& action) {
                   "a kernel waiting for a core shows as idle time, not kernel time")
       ->check(CLI::Range(0, 1 << 20));
   sub->add_option("--seed", o->seed, "seed of the kernels' random inputs")->capture_default_str();
+  sub->add_option("--max-host-memory-gb", o->max_host_memory_gb,
+                  "cpu backend: refuse before allocating when the run's estimated memory (kernel and transfer "
+                  "buffers, recorded spans) exceeds this (default: 80 % of this machine's memory; 0: no limit)")
+      ->check(CLI::Range(0.0, 1e9));
   add_scale_down_option(sub, o->scale_down);
   add_network_option(sub, o->network);
   add_calibration_options(sub, o->calibration);

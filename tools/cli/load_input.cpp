@@ -1,11 +1,13 @@
 #include "tools/cli/load_input.h"
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
+
+#include <fmt/format.h>
 
 #include "sim/core/error.h"
+#include "sim/core/input_file.h"
 #include "sim/engine/simulator.h"
+#include "sim/ir/digest.h"
 #include "sim/placement/compile.h"
 #include "sim/scenario/scenario.h"
 #include "sim/scenario/variability.h"
@@ -32,14 +34,17 @@ ir::Program load_program_input(const std::string& path, const cost::CostModel* p
                                const scenario::ScenarioEdits& edits) {
   if (is_program_file(path)) {
     reject_scale_down_of_program(path, scale_down);
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw Error(SourceLocation{path, 0, 0, {}}, "cannot open the program file", "check the path");
-    std::stringstream buf;
-    buf << in.rdbuf();
+    const std::string bytes = read_input_file(path, kProgramInput);
     ir::Program program;
-    if (!program.ParseFromString(buf.str())) {
+    if (!program.ParseFromString(bytes)) {
       throw Error(SourceLocation{path, 0, 0, {}}, "not a lacuna program (binary ir::Program)",
                   "write one with `lacuna compile SCENARIO -o FILE.pb`, or pass the scenario itself");
+    }
+    if (ir::check_content_digest(program, path) == ir::DigestCheck::kUnchecked) {
+      fmt::print(stderr,
+                 "lacuna: warning: {}: info.content_digest is \"unchecked\": a hand-edited program, loaded without "
+                 "its digest; every result describes the edit\n",
+                 path);
     }
     engine::validate_program(program, path);
     scenario::SourceMap locations;
@@ -63,6 +68,13 @@ ir::Program load_program_input(const std::string& path, const cost::CostModel* p
   ir::Program program =
       planning_cost != nullptr ? placement::compile(loaded, *planning_cost) : placement::compile(loaded);
   attach_variability(program, loaded);
+  // The same rules a .pb meets (issue 16: one validation on every path). A
+  // compiled scenario that breaks them is lacuna's bug, not the user's.
+  try {
+    engine::validate_program(program, path);
+  } catch (const Error& e) {
+    throw InternalError(std::string("the compiler produced an invalid program: ") + e.what());
+  }
   return program;
 }
 

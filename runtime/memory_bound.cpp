@@ -1,0 +1,65 @@
+#include "runtime/memory_bound.h"
+
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "kernels/cpu_case.h"
+#include "runtime/executor.h"
+#include "sim/core/error.h"
+
+namespace lacuna::runtime {
+
+namespace {
+
+constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+
+std::int64_t add(std::int64_t a, std::int64_t b) { return a > kMax - b ? kMax : a + b; }
+
+std::int64_t mul(std::int64_t a, std::int64_t b) {
+  if (a == 0 || b == 0) return 0;
+  return a > kMax / b ? kMax : a * b;
+}
+
+double gb(std::int64_t bytes) { return static_cast<double>(bytes) / 1e9; }
+
+}  // namespace
+
+MemoryEstimate estimate_cpu_memory(const Plan& plan, std::int64_t kept_iterations) {
+  MemoryEstimate e;
+  // As the executor builds them: one input set per kernel case.
+  kernels::CpuCaseOptions case_options;
+  case_options.max_sets = 1;
+  std::int64_t ops = 0;
+  for (const StreamPlan& sp : plan.streams) {
+    for (const ir::Compute& c : sp.computes) {
+      try {
+        e.kernel_bytes = add(e.kernel_bytes, kernels::cpu_case_resident_bytes(c, case_options));
+      } catch (const Error&) {
+        // A kernel the CPU cannot run: the stream's setup reports it, naming
+        // the rank, stream and op, with what every other stream was doing.
+      }
+    }
+    // Buffers a and b, plus the communicator's per-call scratch, at most
+    // twice the largest buffer (reduce-scatter's 2 × output).
+    const auto floats = static_cast<std::int64_t>(sp.buffer_a) * 3 + static_cast<std::int64_t>(sp.buffer_b);
+    e.transfer_bytes = add(e.transfer_bytes, mul(floats, static_cast<std::int64_t>(sizeof(float))));
+    ops = add(ops, static_cast<std::int64_t>(sp.ops.size()));
+  }
+  // Each stream's spans, then the merged, sorted result beside them.
+  e.span_bytes = mul(mul(ops, kept_iterations), 2 * static_cast<std::int64_t>(sizeof(ExecutedSpan)));
+  return e;
+}
+
+void check_memory(const MemoryEstimate& estimate, std::int64_t max_bytes, const std::string& option) {
+  if (max_bytes <= 0 || estimate.total() <= max_bytes) return;
+  throw Error(SourceLocation{{}, 0, 0, option},
+              fmt::format("the executed program would hold about {:.2f} GB (kernel buffers {:.2f} GB, collective and "
+                          "p2p buffers {:.2f} GB, recorded spans {:.2f} GB), above the limit of {:.2f} GB",
+                          gb(estimate.total()), gb(estimate.kernel_bytes), gb(estimate.transfer_bytes),
+                          gb(estimate.span_bytes), gb(max_bytes)),
+              "execute a scaled-down program (--scale-down N), fewer ranks (--ranks with --replay) or fewer "
+              "iterations, or raise " + option);
+}
+
+}  // namespace lacuna::runtime
