@@ -19,7 +19,7 @@
 #include "calib/device_query.h"
 #include "calib/grid.h"
 #include "calib/nccl_collectives.h"
-#include "calib/nccl_loader.h"
+#include "kernels/nccl_loader.h"
 #include "calib/profile_builder.h"
 #include "calib/progress.h"
 #include "calib/shapes.h"
@@ -32,6 +32,9 @@
 
 
 namespace lacuna::calibrate {
+
+namespace nccl = kernels::nccl;
+
 namespace {
 
 std::string upper(std::string s) {
@@ -250,7 +253,8 @@ int run_calibrate(const CalibrateOptions& o, std::FILE* out, std::FILE* err) {
   const bool default_set = sources.empty();
   if (default_set) sources.push_back(find_shipped_file(gpu ? kDefaultGpuScenario : kDefaultCpuScenario));
   ShapeSet shapes;
-  for (const std::string& s : sources) merge_shapes(shapes, extract_shapes_from_scenario(s, o.scale_down));
+  if (!o.scenario_shapes) throw InternalError("internal: run_calibrate without a scenario_shapes function");
+  for (const std::string& s : sources) merge_shapes(shapes, o.scenario_shapes(s, o.scale_down));
   if (!o.only.empty()) {
     std::erase_if(shapes, [&](const auto& kv) {
       return std::find(o.only.begin(), o.only.end(), kv.first.op_class) == o.only.end();

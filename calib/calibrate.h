@@ -9,9 +9,11 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <string>
 #include <vector>
 
+#include "calib/shapes.h"
 #include "sim/proto/program.pb.h"
 
 namespace lacuna::calibrate {
@@ -20,6 +22,11 @@ enum class DeviceChoice { kAuto, kCpu, kGpu };
 
 struct CalibrateOptions {
   std::vector<std::string> scenarios;  // empty: the built-in family set of the device
+  // The kernels a scenario runs, compiled in its own placement and scaled
+  // down by the factor given. Set by the caller (the CLI:
+  // tools/cli/scenario_shapes.h), so that calib/ does not depend on the
+  // compiler and the placements above it.
+  std::function<ShapeSet(const std::string& path, int64_t scale_down)> scenario_shapes;
   DeviceChoice device = DeviceChoice::kAuto;
   std::string output;
   int repetitions = 0;             // 0: the device's default (GPU 20, CPU 5)

@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 
 #include "calib/bench_driver.h"
-#include "calib/nccl_loader.h"
+#include "kernels/nccl_loader.h"
 #include "sim/calibration/fit.h"
 #include "sim/core/error.h"
 
@@ -15,6 +15,8 @@
 #endif
 
 namespace lacuna::calibrate {
+
+namespace nccl = kernels::nccl;
 
 std::vector<int64_t> collective_sizes(int64_t min_bytes, int64_t max_bytes) {
   std::vector<int64_t> out;

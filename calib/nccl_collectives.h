@@ -37,7 +37,7 @@ struct CollectiveBenchResult {
 // True in builds with CUDA.
 bool collectives_built();
 
-// Throws lacuna::Error without CUDA, without NCCL (calib/nccl_loader.h) or on
+// Throws lacuna::Error without CUDA, without NCCL (kernels/nccl_loader.h) or on
 // any CUDA / NCCL failure. Fewer than 2 GPUs: no fits (nothing to measure).
 CollectiveBenchResult run_collective_benchmarks(const CollectiveBenchOptions& options);
 

@@ -1,8 +1,6 @@
 #include "calib/shapes.h"
 
 #include "kernels/cpu_case.h"
-#include "sim/placement/compile.h"
-#include "sim/scenario/scenario.h"
 
 namespace lacuna::calibrate {
 
@@ -30,10 +28,6 @@ ShapeSet extract_shapes(const ir::Program& program) {
     }
   }
   return out;
-}
-
-ShapeSet extract_shapes_from_scenario(const std::string& path, int64_t scale_down) {
-  return extract_shapes(placement::compile(scenario::load_scenario(path, scale_down)));
 }
 
 void merge_shapes(ShapeSet& into, const ShapeSet& more) {

@@ -35,11 +35,6 @@ using ShapeSet = std::map<KernelKey, KernelUse>;
 // Every Compute op of every rank class, weighted by the ranks bound to it.
 ShapeSet extract_shapes(const ir::Program& program);
 
-// Loads, validates and compiles the scenario in its own placement
-// (placement::compile), then extract_shapes. `scale_down` > 1: the scenario
-// scaled down first (scenario::load_scenario).
-ShapeSet extract_shapes_from_scenario(const std::string& path, int64_t scale_down = 1);
-
 // Adds `more` into `into` (counts summed; FLOPs and bytes kept from `into`).
 void merge_shapes(ShapeSet& into, const ShapeSet& more);
 

@@ -7,6 +7,7 @@
 #include "calib/grid.h"
 #include "calib/shapes.h"
 #include "sim/model/kernels.h"
+#include "tools/cli/scenario_shapes.h"
 
 namespace lacuna::calibrate {
 namespace {
@@ -62,7 +63,7 @@ TEST(CalibShapes, DeduplicatesAndCountsRunsOverRanks) {
 
 TEST(CalibShapes, CompiledScenarioShapesAreDistinctAndConsistent) {
   const ShapeSet s =
-      extract_shapes_from_scenario(std::string(LACUNA_SOURCE_DIR) + "/scenarios/cpu/tiny-mllm-cpu-8rank.pbtxt");
+      cli::extract_shapes_from_scenario(std::string(LACUNA_SOURCE_DIR) + "/scenarios/cpu/tiny-mllm-cpu-8rank.pbtxt");
   ASSERT_GT(s.size(), 20u);
   for (const auto& [key, use] : s) {
     EXPECT_GT(use.count, 0) << describe(key);

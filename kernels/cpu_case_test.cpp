@@ -17,6 +17,7 @@
 #include "kernels/ref_gemm.h"
 #include "kernels/ref_norms.h"
 #include "sim/core/error.h"
+#include "tools/cli/scenario_shapes.h"
 
 namespace lacuna::kernels {
 namespace {
@@ -430,7 +431,7 @@ TEST(CpuCase, UnsupportedCombinationsNameClassVariantAndShape) {
 
 TEST(CpuCase, EveryKernelOfTheCpuScenarioHasACase) {
   const auto shapes =
-      calibrate::extract_shapes_from_scenario(std::string(LACUNA_SOURCE_DIR) + "/scenarios/cpu/tiny-mllm-cpu-8rank.pbtxt");
+      cli::extract_shapes_from_scenario(std::string(LACUNA_SOURCE_DIR) + "/scenarios/cpu/tiny-mllm-cpu-8rank.pbtxt");
   ASSERT_FALSE(shapes.empty());
   std::map<std::pair<int, int>, int> classes;
   CpuCaseOptions o;

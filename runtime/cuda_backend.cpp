@@ -19,7 +19,7 @@
 #include <string>
 #include <tuple>
 
-#include "calib/nccl_loader.h"
+#include "kernels/nccl_loader.h"
 #include "runtime/backend.h"
 #include "runtime/cuda_backend.h"
 #include "runtime/cuda_launch.h"
@@ -86,7 +86,7 @@ ExecutionResult merge(const Plan& plan, const std::vector<RankOutcome>& outcomes
 RankOutcome run_here(const Plan& plan, const std::vector<CommSpec>& specs, int rank, int device,
                      const ExecuteOptions& options) {
   if (specs.empty()) return run_rank_on_gpu(plan, rank, device, options, nullptr);
-  const calibrate::nccl::Library lib = calibrate::nccl::Library::load();
+  const kernels::nccl::Library lib = kernels::nccl::Library::load();
   const std::string ids = make_unique_ids(lib, specs.size());
   NcclComms comms(lib, specs, ids, rank, device);
   return run_rank_on_gpu(plan, rank, device, options, &comms);
@@ -153,7 +153,7 @@ class CudaBackend final : public Backend {
     const int rank = plan.ranks[static_cast<std::size_t>(mpi.world_rank)];
     const char* dir_env = std::getenv("LACUNA_RENDEZVOUS_DIR");
     const std::string dir = rendezvous_dir(mpi, dir_env != nullptr ? dir_env : "");
-    const calibrate::nccl::Library lib = calibrate::nccl::Library::load();
+    const kernels::nccl::Library lib = kernels::nccl::Library::load();
     const std::string ids =
         exchange_ids_via_files(mpi, dir, [&] { return make_unique_ids(lib, specs.size()); }, setup_timeout);
     RankOutcome mine;
@@ -191,12 +191,12 @@ class CudaBackend final : public Backend {
     const std::vector<RankOutcome> outcomes = run_children(
         n,
         [&] {
-          const calibrate::nccl::Library lib = calibrate::nccl::Library::load();
+          const kernels::nccl::Library lib = kernels::nccl::Library::load();
           return make_unique_ids(lib, specs.size());
         },
         [&](int i, const std::string& ids) {
           const int rank = plan.ranks[static_cast<std::size_t>(i)];
-          const calibrate::nccl::Library lib = calibrate::nccl::Library::load();
+          const kernels::nccl::Library lib = kernels::nccl::Library::load();
           NcclComms comms(lib, specs, ids, rank, i);
           return run_rank_on_gpu(plan, rank, i, options, &comms);
         },

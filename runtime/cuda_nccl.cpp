@@ -5,7 +5,7 @@
 #include <set>
 #include <sstream>
 
-#include "calib/nccl_loader.h"
+#include "kernels/nccl_loader.h"
 #include "sim/core/error.h"
 
 #ifdef LACUNA_HAVE_CUDA
@@ -104,25 +104,25 @@ void check_cuda(cudaError_t e, const std::string& what) {
 }
 }  // namespace
 
-std::string make_unique_ids(const calibrate::nccl::Library& lib, std::size_t count) {
+std::string make_unique_ids(const kernels::nccl::Library& lib, std::size_t count) {
   lib.require(lib.api().GetUniqueId != nullptr, "ncclGetUniqueId");
   std::string out;
-  out.reserve(count * sizeof(calibrate::nccl::UniqueId));
+  out.reserve(count * sizeof(kernels::nccl::UniqueId));
   for (std::size_t i = 0; i < count; ++i) {
-    calibrate::nccl::UniqueId id{};
+    kernels::nccl::UniqueId id{};
     lib.check(lib.api().GetUniqueId(&id), "ncclGetUniqueId");
     out.append(id.internal, sizeof id.internal);
   }
   return out;
 }
 
-NcclComms::NcclComms(const calibrate::nccl::Library& lib, const std::vector<CommSpec>& specs,
+NcclComms::NcclComms(const kernels::nccl::Library& lib, const std::vector<CommSpec>& specs,
                      const std::string& ids, int rank, int device)
     : lib_(lib) {
   lib.require(lib.api().CommInitRank != nullptr, "ncclCommInitRank");
   lib.require(lib.api().CommAbort != nullptr, "ncclCommAbort");
   lib.require(lib.api().CommGetAsyncError != nullptr, "ncclCommGetAsyncError");
-  if (ids.size() != specs.size() * sizeof(calibrate::nccl::UniqueId)) {
+  if (ids.size() != specs.size() * sizeof(kernels::nccl::UniqueId)) {
     throw Error("execute (cuda): got " + std::to_string(ids.size()) + " bytes of NCCL ids for " +
                 std::to_string(specs.size()) + " communicators");
   }
@@ -131,7 +131,7 @@ NcclComms::NcclComms(const calibrate::nccl::Library& lib, const std::vector<Comm
     const CommSpec& spec = specs[i];
     const auto me = std::find(spec.members.begin(), spec.members.end(), rank);
     if (me == spec.members.end()) continue;
-    calibrate::nccl::UniqueId id{};
+    kernels::nccl::UniqueId id{};
     std::memcpy(id.internal, ids.data() + i * sizeof id.internal, sizeof id.internal);
     Entry e;
     e.nccl_rank = static_cast<int>(me - spec.members.begin());
@@ -159,11 +159,11 @@ const NcclComms::Entry& NcclComms::get(const CommKey& key) const {
 
 std::string NcclComms::async_error() const {
   for (const auto& [key, e] : comms_) {
-    calibrate::nccl::Result async = calibrate::nccl::kSuccess;
-    const calibrate::nccl::Result r = lib_.api().CommGetAsyncError(e.comm, &async);
-    if (r != calibrate::nccl::kSuccess) return e.name + ": ncclCommGetAsyncError failed (" + std::to_string(r) + ")";
+    kernels::nccl::Result async = kernels::nccl::kSuccess;
+    const kernels::nccl::Result r = lib_.api().CommGetAsyncError(e.comm, &async);
+    if (r != kernels::nccl::kSuccess) return e.name + ": ncclCommGetAsyncError failed (" + std::to_string(r) + ")";
     // ncclInProgress (7) is not an error: a non-blocking operation is running.
-    if (async != calibrate::nccl::kSuccess && async != 7) {
+    if (async != kernels::nccl::kSuccess && async != 7) {
       const char* msg = lib_.api().GetErrorString ? lib_.api().GetErrorString(async) : nullptr;
       return e.name + ": NCCL asynchronous error: " + (msg ? msg : "unknown") + " (ncclResult_t " +
              std::to_string(async) + ")";

@@ -30,7 +30,7 @@
 
 struct ncclComm;  // nccl.h's opaque communicator
 
-namespace lacuna::calibrate::nccl {
+namespace lacuna::kernels::nccl {
 class Library;
 }
 
@@ -66,7 +66,7 @@ CommKey comm_key_of(const StreamPlan& sp, const PlannedOp& op);
 // ncclUniqueId per spec, all made by one process (make_unique_ids).
 class NcclComms {
  public:
-  NcclComms(const calibrate::nccl::Library& lib, const std::vector<CommSpec>& specs, const std::string& ids,
+  NcclComms(const kernels::nccl::Library& lib, const std::vector<CommSpec>& specs, const std::string& ids,
             int rank, int device);
   ~NcclComms();
   NcclComms(const NcclComms&) = delete;
@@ -80,18 +80,18 @@ class NcclComms {
   };
   // Throws when this rank has no such communicator.
   const Entry& get(const CommKey& key) const;
-  const calibrate::nccl::Library& lib() const { return lib_; }
+  const kernels::nccl::Library& lib() const { return lib_; }
   // "" or the first asynchronous NCCL error, naming the communicator.
   std::string async_error() const;
   // ncclCommAbort on every communicator: in-flight NCCL kernels return.
   void abort_all();
 
  private:
-  const calibrate::nccl::Library& lib_;
+  const kernels::nccl::Library& lib_;
   std::map<CommKey, Entry> comms_;
   bool aborted_ = false;
 };
 
-std::string make_unique_ids(const calibrate::nccl::Library& lib, std::size_t count);
+std::string make_unique_ids(const kernels::nccl::Library& lib, std::size_t count);
 
 }  // namespace lacuna::runtime

@@ -5,7 +5,7 @@
 
 #include <cstdio>
 
-#include "calib/nccl_loader.h"
+#include "kernels/nccl_loader.h"
 #include "sim/core/error.h"
 
 namespace lacuna::runtime {
@@ -49,7 +49,7 @@ std::string describe_cuda_device(int device) {
                     "): " + std::to_string(prop.multiProcessorCount) + " SMs, " + mem + ", driver " +
                     version_text(driver) + ", runtime " + version_text(runtime) + "; ";
   try {
-    const calibrate::nccl::Library lib = calibrate::nccl::Library::load();
+    const kernels::nccl::Library lib = kernels::nccl::Library::load();
     out += "NCCL " + lib.version() + " (" + lib.path() + ")";
   } catch (const Error&) {
     out += "NCCL not loadable (replay of one rank still works)";

@@ -15,7 +15,7 @@
 #include <tuple>
 #include <vector>
 
-#include "calib/nccl_loader.h"
+#include "kernels/nccl_loader.h"
 #include "kernels/gpu_case.h"
 #include "kernels/gpu_kernels.h"
 #include "runtime/cuda_nccl.h"
@@ -27,7 +27,7 @@ namespace lacuna::runtime {
 namespace {
 
 namespace gpu = kernels::gpu;
-namespace nccl = calibrate::nccl;
+namespace nccl = kernels::nccl;
 using Clock = std::chrono::steady_clock;
 
 void check(cudaError_t e, const std::string& what) {

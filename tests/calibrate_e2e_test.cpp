@@ -8,6 +8,7 @@
 #include "calib/shapes.h"
 #include "sim/calibration/profile_io.h"
 #include "tests/cli_test_util.h"
+#include "tools/cli/scenario_shapes.h"
 
 namespace lacuna::testing {
 namespace {
@@ -45,7 +46,7 @@ TEST(CalibrateE2E, CpuProfileOfTheCpuScenarioReadsBackAndSimulates) {
     }
   }
   // A table for every (class, variant) the scenario's program runs.
-  for (const auto& [key, use] : calibrate::extract_shapes_from_scenario(kCpuScenario)) {
+  for (const auto& [key, use] : cli::extract_shapes_from_scenario(kCpuScenario)) {
     EXPECT_TRUE(tables.count({key.op_class, key.variant})) << calibrate::describe(key);
   }
 

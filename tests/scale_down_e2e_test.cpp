@@ -11,6 +11,7 @@
 #include "sim/proto/program.pb.h"
 #include "tests/cli_test_util.h"
 #include "tools/cli/load_input.h"
+#include "tools/cli/scenario_shapes.h"
 
 namespace lacuna::testing {
 namespace {
@@ -110,8 +111,8 @@ TEST(ScaleDownE2E, CalibrateMeasuresTheScaledShapes) {
   EXPECT_EQ(p.scenario(), kTiny + " --scale-down 4");
   // Every measured shape (--no-grid: exact shapes only) is one the scaled
   // program runs, and some are not in the unscaled one.
-  const calibrate::ShapeSet scaled = calibrate::extract_shapes_from_scenario(kTiny, 4);
-  const calibrate::ShapeSet plain = calibrate::extract_shapes_from_scenario(kTiny);
+  const calibrate::ShapeSet scaled = cli::extract_shapes_from_scenario(kTiny, 4);
+  const calibrate::ShapeSet plain = cli::extract_shapes_from_scenario(kTiny);
   int measured = 0, only_scaled = 0;
   for (const auto& t : p.ops()) {
     for (const auto& m : t.points()) {

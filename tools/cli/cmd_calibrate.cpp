@@ -10,6 +10,7 @@
 #include "tools/cli/output_checks.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/scale_down_option.h"
+#include "tools/cli/scenario_shapes.h"
 
 namespace lacuna::cli {
 
@@ -33,6 +34,9 @@ int run(CalibrateCliOptions& c) {
   for (const std::string& s : c.only) {
     for (ir::OpClass k : calibrate::parse_op_classes(s)) o.only.push_back(k);
   }
+  o.scenario_shapes = [](const std::string& path, int64_t scale_down) {
+    return extract_shapes_from_scenario(path, scale_down);
+  };
   return calibrate::run_calibrate(o, stdout, stderr);
 }
 

@@ -1,4 +1,4 @@
-#include "calib/nccl_loader.h"
+#include "kernels/nccl_loader.h"
 
 #include <dlfcn.h>
 
@@ -14,17 +14,17 @@
 #include <nccl.h>
 #include <type_traits>
 // The ABI declared in nccl_loader.h is nccl.h's.
-static_assert(std::is_same_v<lacuna::calibrate::nccl::Comm, ncclComm_t>);
-static_assert(static_cast<int>(ncclSuccess) == lacuna::calibrate::nccl::kSuccess);
-static_assert(static_cast<int>(ncclBfloat16) == lacuna::calibrate::nccl::kBfloat16);
-static_assert(static_cast<int>(ncclSum) == lacuna::calibrate::nccl::kSum);
+static_assert(std::is_same_v<lacuna::kernels::nccl::Comm, ncclComm_t>);
+static_assert(static_cast<int>(ncclSuccess) == lacuna::kernels::nccl::kSuccess);
+static_assert(static_cast<int>(ncclBfloat16) == lacuna::kernels::nccl::kBfloat16);
+static_assert(static_cast<int>(ncclSum) == lacuna::kernels::nccl::kSum);
 static_assert(sizeof(ncclResult_t) == sizeof(int) && sizeof(ncclDataType_t) == sizeof(int) &&
               sizeof(ncclRedOp_t) == sizeof(int));
 static_assert(sizeof(cudaStream_t) == sizeof(void*));
-static_assert(sizeof(ncclUniqueId) == sizeof(lacuna::calibrate::nccl::UniqueId));
+static_assert(sizeof(ncclUniqueId) == sizeof(lacuna::kernels::nccl::UniqueId));
 #endif
 
-namespace lacuna::calibrate::nccl {
+namespace lacuna::kernels::nccl {
 
 std::string version_string(int code) {
   if (code <= 0) return {};
@@ -116,4 +116,4 @@ Library Library::load() {
   return lib;  // the handle is deliberately never closed
 }
 
-}  // namespace lacuna::calibrate::nccl
+}  // namespace lacuna::kernels::nccl

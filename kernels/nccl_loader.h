@@ -12,7 +12,7 @@
 
 struct ncclComm;  // nccl.h's opaque communicator
 
-namespace lacuna::calibrate::nccl {
+namespace lacuna::kernels::nccl {
 
 using Result = int;        // ncclResult_t; 0 = ncclSuccess
 using Comm = ::ncclComm*;  // ncclComm_t
@@ -87,4 +87,4 @@ class Library {
 // minor·100 + patch; older: major·1000 + minor·100 + patch).
 std::string version_string(int code);
 
-}  // namespace lacuna::calibrate::nccl
+}  // namespace lacuna::kernels::nccl

@@ -1,6 +1,6 @@
 // The NCCL loader: a clear error (never a crash) when the library is absent,
 // and the version when the toolkit's libnccl is there.
-#include "calib/nccl_loader.h"
+#include "kernels/nccl_loader.h"
 
 #include <gtest/gtest.h>
 
@@ -9,10 +9,9 @@
 #include <optional>
 #include <string>
 
-#include "calib/nccl_collectives.h"
 #include "sim/core/error.h"
 
-namespace lacuna::calibrate::nccl {
+namespace lacuna::kernels::nccl {
 namespace {
 
 // Sets LACUNA_NCCL for one scope and restores it.
@@ -32,7 +31,7 @@ class ScopedEnv {
   std::optional<std::string> old_;
 };
 
-TEST(CalibNcclLoader, BogusPathIsAClearError) {
+TEST(NcclLoader, BogusPathIsAClearError) {
   ScopedEnv env("LACUNA_NCCL", "/nonexistent/libnccl.so.2");
   try {
     Library::load();
@@ -45,7 +44,7 @@ TEST(CalibNcclLoader, BogusPathIsAClearError) {
   }
 }
 
-TEST(CalibNcclLoader, ALibraryThatIsNotNcclIsAClearError) {
+TEST(NcclLoader, ALibraryThatIsNotNcclIsAClearError) {
   ScopedEnv env("LACUNA_NCCL", "libm.so.6");  // loads, but has no NCCL symbols
   try {
     Library::load();
@@ -55,7 +54,7 @@ TEST(CalibNcclLoader, ALibraryThatIsNotNcclIsAClearError) {
   }
 }
 
-TEST(CalibNcclLoader, LoadsTheToolkitsNcclWhenPresent) {
+TEST(NcclLoader, LoadsTheToolkitsNcclWhenPresent) {
   const std::string path = "/usr/local/cuda/lib64/libnccl.so.2";
   if (!std::filesystem::exists(path)) GTEST_SKIP() << path << " is not installed";
   ScopedEnv env("LACUNA_NCCL", path);
@@ -65,31 +64,12 @@ TEST(CalibNcclLoader, LoadsTheToolkitsNcclWhenPresent) {
   EXPECT_EQ(lib.version().rfind("2.", 0), 0u) << lib.version();
 }
 
-TEST(CalibNcclLoader, VersionStrings) {
+TEST(NcclLoader, VersionStrings) {
   EXPECT_EQ(version_string(22809), "2.28.9");
   EXPECT_EQ(version_string(21805), "2.18.5");
   EXPECT_EQ(version_string(2708), "2.7.8");
   EXPECT_EQ(version_string(0), "");
 }
 
-TEST(CalibNcclBench, SizesAndGroups) {
-  const auto sizes = collective_sizes(1024, int64_t{4} << 30);
-  ASSERT_EQ(sizes.size(), 12u);  // 1 KB × 4^0 .. 4^11 = 4 GB
-  EXPECT_EQ(sizes.front(), 1024);
-  EXPECT_EQ(sizes.back(), int64_t{4} << 30);
-  EXPECT_EQ(collective_group_sizes(8), (std::vector<int>{2, 4, 8}));
-  EXPECT_EQ(collective_group_sizes(6), (std::vector<int>{2, 4, 6}));
-  EXPECT_TRUE(collective_group_sizes(1).empty());
-#ifndef LACUNA_HAVE_CUDA
-  EXPECT_FALSE(collectives_built());
-  try {
-    run_collective_benchmarks({});
-    FAIL();
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("not built with CUDA"), std::string::npos) << e.what();
-  }
-#endif
-}
-
 }  // namespace
-}  // namespace lacuna::calibrate::nccl
+}  // namespace lacuna::kernels::nccl
