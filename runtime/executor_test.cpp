@@ -330,9 +330,13 @@ TEST(ExecutorCompute, UnsupportedKernelFailsNamingTheOp) {
   ir::RankClass* c = add_class(p, "r", 0, {"compute"});
   ir::Op* op = c->mutable_streams(0)->add_ops();
   op->mutable_compute()->set_op_class(ir::GEMM);
-  op->mutable_compute()->add_shape(-1);
+  op->mutable_compute()->add_shape(5);  // a GEMM needs 3 or 4 dimensions
   add_rank(p, 0);
   EXPECT_THAT(execute_error(p, {}), HasSubstr("rank 0 stream 0 (compute)"));
+  // A negative dimension breaks the IR's rules: refused before any thread
+  // starts, naming the field (ir::validate_program, as the simulator does).
+  op->mutable_compute()->set_shape(0, -1);
+  EXPECT_THAT(execute_error(p, {}), HasSubstr("classes[0].streams[0].ops[0].compute.shape[0]: must be >= 0, got -1"));
 }
 
 }  // namespace

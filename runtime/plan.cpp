@@ -8,6 +8,7 @@
 
 #include "kernels/kernel_case.h"
 #include "sim/core/error.h"
+#include "sim/ir/validate.h"
 
 namespace lacuna::runtime {
 namespace {
@@ -38,6 +39,9 @@ std::size_t float_count(std::int64_t bytes) { return static_cast<std::size_t>((b
 }  // namespace
 
 Plan make_plan(const ir::Program& program, const PlanOptions& options) {
+  // The IR's rules first (sim/ir/validate.h), as the simulator checks them;
+  // what follows checks only what executing adds (the rank subset, replay).
+  ir::validate_program(program);
   const int num_ranks = program.ranks_size();
   if (num_ranks == 0) throw Error("execute: the program has no ranks");
 

@@ -108,6 +108,12 @@ inline int32_t add_group(ir::Program& p, ir::GroupKind kind, std::vector<int32_t
 inline ir::RankBinding* add_rank(ir::Program& p, int32_t class_id, std::vector<int32_t> groups = {},
                                  std::vector<int32_t> peers = {}, int32_t node = 0,
                                  std::optional<double> scale = std::nullopt) {
+  // The IR declares a slot for every binding (ir::validate_program); tests
+  // that bind more than the program declares get generic slots.
+  while (p.group_slots_size() < static_cast<int>(groups.size()))
+    p.add_group_slots()->set_name("g" + std::to_string(p.group_slots_size()));
+  while (p.peer_slots_size() < static_cast<int>(peers.size()))
+    p.add_peer_slots()->set_name("peer" + std::to_string(p.peer_slots_size()));
   ir::RankBinding* b = p.add_ranks();
   b->set_class_id(class_id);
   for (int32_t g : groups) b->add_group(g);

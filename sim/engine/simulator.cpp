@@ -14,6 +14,7 @@
 #include <tuple>
 
 #include "sim/engine/simulator_impl.h"
+#include "sim/ir/validate.h"
 
 namespace lacuna::engine {
 namespace {
@@ -50,7 +51,7 @@ EngineEvent event_of(uint64_t token) {
 Simulator::Impl::Impl(const ir::Program& p, const cost::CostModel& cost, SimulationOptions o)
     : program(p), options(o), comm_model(o.communication), perturbation(o.perturbation),
       slowdown(o.compute_slowdown_under_comm), comm_costs(cost) {
-  validate_program(p);
+  ir::validate_program(p);
   if (!(slowdown >= 0) || !std::isfinite(slowdown)) {
     throw Error("compute_slowdown_under_comm must be a non-negative number, got " + std::to_string(slowdown));
   }

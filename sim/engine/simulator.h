@@ -88,11 +88,6 @@ class DeadlockError : public Error {
   std::vector<BlockedOp> blocked_;
 };
 
-// Checks a Program's internal consistency (slot, peer, group, event and class
-// indices in range; sizes non-negative; groups contain their members). Throws
-// lacuna::Error naming the offending element, e.g. "ranks[12].peer[1]: rank 9000
-// out of range (program has 3072 ranks)". `source` names the file for messages.
-void validate_program(const ir::Program& program, const std::string& source = {});
 
 class Simulator {
  public:

@@ -5,8 +5,8 @@
 #include <cstdint>
 
 #include "sim/core/error.h"
-#include "sim/engine/simulator.h"
 #include "sim/ir/digest.h"
+#include "sim/ir/validate.h"
 #include "sim/proto/program.pb.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -17,7 +17,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   } catch (const lacuna::Error&) {
   }
   try {
-    lacuna::engine::validate_program(program, "fuzz.pb");
+    lacuna::ir::validate_program(program, "fuzz.pb");
   } catch (const lacuna::Error&) {
   }
   return 0;

@@ -12,7 +12,7 @@
 
 namespace lacuna::cli {
 
-// .pb: a binary ir::Program, validated with engine::validate_program.
+// .pb: a binary ir::Program, validated with ir::validate_program after its content digest is checked.
 // Anything else: a scenario file (.pbtxt, .textproto, .json), loaded and
 // compiled in its placement (placement::compile; LLM-only: compiler::compile).
 // Throws lacuna::Error for anything the user can fix.

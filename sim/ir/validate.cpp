@@ -1,3 +1,5 @@
+#include "sim/ir/validate.h"
+
 // validate_program: every index the engine dereferences and every quantity it
 // adds up is range-checked here, so that a corrupt or hand-edited program.pb is
 // rejected with a message instead of crashing or hanging the simulator.
@@ -8,9 +10,9 @@
 
 #include <fmt/format.h>
 
-#include "sim/engine/simulator.h"
+#include "sim/core/error.h"
 
-namespace lacuna::engine {
+namespace lacuna::ir {
 namespace {
 
 // Limits that keep per-rank runtime state bounded (a corrupt num_events of 2^31
@@ -281,6 +283,6 @@ class Checker {
 
 }  // namespace
 
-void validate_program(const ir::Program& program, const std::string& source) { Checker(program, source).run(); }
+void validate_program(const Program& program, const std::string& source) { Checker(program, source).run(); }
 
-}  // namespace lacuna::engine
+}  // namespace lacuna::ir
