@@ -1,7 +1,6 @@
 #include "sim/compiler/megatron_mllm.h"
 
 #include <algorithm>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -10,6 +9,7 @@
 #include "sim/compiler/segment_inputs.h"
 #include "sim/compiler/stage_program.h"
 #include "sim/core/error.h"
+#include "sim/cost/group_shape.h"
 #include "sim/model/mllm.h"
 #include "sim/scenario/execution.h"
 #include "sim/schedule/schedule.h"
@@ -50,10 +50,7 @@ void check_encoder_splits(const scenario::LoadedScenario& scenario, const model:
 // How the group of rank 0 along `axis` (0 tp, 1 cp) sits on the nodes.
 cost::GroupShape group_shape(const RankLayout& layout, int64_t gpus_per_node, int axis) {
   const int32_t size = axis == 0 ? layout.dims().tp : layout.dims().cp;
-  std::set<int64_t> nodes;
-  cost::GroupShape g;
-  g.size = size;
-  std::vector<int64_t> node_of(static_cast<size_t>(size));
+  std::vector<int64_t> nodes(static_cast<size_t>(size));
   for (int32_t i = 0; i < size; ++i) {
     ir::Coordinates c;
     if (axis == 0) {
@@ -61,16 +58,9 @@ cost::GroupShape group_shape(const RankLayout& layout, int64_t gpus_per_node, in
     } else {
       c.set_cp(i);
     }
-    node_of[static_cast<size_t>(i)] = layout.rank(c) / gpus_per_node;
-    nodes.insert(node_of[static_cast<size_t>(i)]);
+    nodes[static_cast<size_t>(i)] = layout.rank(c) / gpus_per_node;
   }
-  g.nodes = static_cast<int32_t>(nodes.size());
-  for (int64_t n : nodes) {
-    int32_t count = 0;
-    for (int64_t x : node_of) count += x == n ? 1 : 0;
-    g.max_ranks_per_node = std::max(g.max_ranks_per_node, count);
-  }
-  return g;
+  return cost::shape_of_nodes(std::move(nodes));
 }
 
 // Chunks per pipeline rank of the balanced chain, checked for interleaving.

@@ -11,32 +11,15 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <span>
 #include <tuple>
 
+#include "sim/cost/group_shape.h"
 #include "sim/engine/simulator_impl.h"
 #include "sim/ir/validate.h"
 
 namespace lacuna::engine {
 namespace {
-
-cost::GroupShape shape_of(const ir::Program& program, const ir::Group& group) {
-  std::vector<int32_t> nodes;
-  nodes.reserve(static_cast<size_t>(group.ranks_size()));
-  for (int32_t r : group.ranks()) nodes.push_back(program.ranks(r).node());
-  std::sort(nodes.begin(), nodes.end());
-  cost::GroupShape shape;
-  shape.size = group.ranks_size();
-  shape.nodes = 0;
-  shape.max_ranks_per_node = 0;
-  for (size_t i = 0; i < nodes.size();) {
-    size_t j = i;
-    while (j < nodes.size() && nodes[j] == nodes[i]) ++j;
-    ++shape.nodes;
-    shape.max_ranks_per_node = std::max(shape.max_ranks_per_node, static_cast<int32_t>(j - i));
-    i = j;
-  }
-  return shape;
-}
 
 constexpr int64_t kMaxTimeNs = std::numeric_limits<int64_t>::max();
 
@@ -69,7 +52,9 @@ Simulator::Impl::Impl(const ir::Program& p, const cost::CostModel& cost, Simulat
 
   groups.resize(static_cast<size_t>(p.groups_size()));
   for (int g = 0; g < p.groups_size(); ++g) {
-    const cost::GroupShape shape = shape_of(p, p.groups(g));
+    const auto& members = p.groups(g).ranks();
+    const cost::GroupShape shape =
+        cost::shape_of_ranks(p, std::span<const int32_t>(members.data(), static_cast<size_t>(members.size())));
     auto it = std::find(shapes.begin(), shapes.end(), shape);
     groups[g].shape_id = static_cast<int32_t>(it - shapes.begin());
     if (it == shapes.end()) shapes.push_back(shape);

@@ -8,6 +8,7 @@
 
 #include "sim/compiler/segment_inputs.h"
 #include "sim/core/error.h"
+#include "sim/cost/group_shape.h"
 #include "sim/model/kernels.h"
 #include "sim/model/mllm.h"
 
@@ -203,24 +204,6 @@ int32_t LlmRanks::rank(int32_t tp, int32_t dp, int32_t pp) const {
   return rank_[(static_cast<size_t>(pp) * dp_ + dp) * tp_ + tp];
 }
 
-cost::GroupShape group_shape(const ir::Program& program, const std::vector<int32_t>& ranks) {
-  std::vector<int32_t> nodes;
-  nodes.reserve(ranks.size());
-  for (int32_t r : ranks) nodes.push_back(program.ranks(r).node());
-  std::sort(nodes.begin(), nodes.end());
-  cost::GroupShape shape;
-  shape.size = static_cast<int32_t>(ranks.size());
-  shape.nodes = 0;
-  shape.max_ranks_per_node = 0;
-  for (size_t i = 0; i < nodes.size();) {
-    size_t j = i;
-    while (j < nodes.size() && nodes[j] == nodes[i]) ++j;
-    ++shape.nodes;
-    shape.max_ranks_per_node = std::max(shape.max_ranks_per_node, static_cast<int32_t>(j - i));
-    i = j;
-  }
-  return shape;
-}
 
 std::string plan_problem(const scenario::Scenario& spec, const Geometry& geo, bool sequence_parallel) {
   const int64_t tp = geo.tp_enc;
@@ -269,8 +252,8 @@ EncoderWork build_encoder_work(const scenario::Scenario& spec, const Geometry& g
     for (int32_t s = 0; s < geo.pp_llm; s += geo.pp_enc)
       for (int32_t c = 0; c < geo.slices(); ++c) dp_ranks.push_back(ranks.rank(c * geo.tp_enc, d, s));
   std::sort(dp_ranks.begin(), dp_ranks.end());
-  w.tp_group = group_shape(llm, tp_ranks);
-  w.dp_group = group_shape(llm, dp_ranks);
+  w.tp_group = cost::shape_of_ranks(llm, tp_ranks);
+  w.dp_group = cost::shape_of_ranks(llm, dp_ranks);
 
   const model::ShardSpec shard{geo.tp_enc, 1, geo.pp_enc, w.sequence_parallel};
   const int32_t n_enc = spec.model().encoders_size();

@@ -141,7 +141,5 @@ class LlmRanks {
   std::vector<int32_t> rank_;  // index (pp · dp + dp) · tp + tp
 };
 
-// How the ranks of a group sit on nodes (as the engine computes it).
-cost::GroupShape group_shape(const ir::Program& program, const std::vector<int32_t>& ranks);
 
 }  // namespace lacuna::placement::optimus
