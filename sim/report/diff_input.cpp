@@ -23,6 +23,12 @@ namespace {
 // Key order matters for ranks[].bubble_s (printed in the file's order).
 using Json = nlohmann::ordered_json;
 
+// Bounds that keep every sum `diff` forms inside int64 (docs/reliability.md):
+// no time above 10^15 ns (11.6 days; ir::validate_program bounds an op's
+// duration the same way, so lacuna never writes more), and op durations and
+// bubbles each adding up to at most 2^62 ns over the file.
+constexpr int64_t kMaxTimeNs = 1'000'000'000'000'000;
+constexpr int64_t kMaxTotalNs = int64_t{1} << 62;
 constexpr size_t kOpFields = 8;  // [op, class, phase, microbatch, module, ready, start, end]
 
 class Reader {
@@ -118,6 +124,10 @@ DiffOp parse_op(const Reader& in, const Json& v, const std::string& field, size_
     in.fail(field, fmt::format("the op ends before it starts or starts before 0 (start {} ns, end {} ns)", op.start_ns,
                                op.end_ns));
   }
+  if (op.ready_ns > kMaxTimeNs || op.end_ns > kMaxTimeNs) {
+    in.fail(field, fmt::format("a time above 10^15 ns (11.6 days), the longest lacuna writes (ready {} ns, end {} ns)",
+                               op.ready_ns, op.end_ns));
+  }
   return op;
 }
 
@@ -154,6 +164,7 @@ void parse_timeline(const Reader& in, const Json& doc, DiffInput& out) {
   }
   const Json& ranks = in.array(tl, "ranks", "timeline");
   std::set<int32_t> seen;
+  int64_t busy_ns = 0;
   for (size_t r = 0; r < ranks.size(); ++r) {
     const std::string field = at("timeline.ranks", r);
     if (!ranks[r].is_object()) in.fail(field, "expected an object");
@@ -164,6 +175,12 @@ void parse_timeline(const Reader& in, const Json& doc, DiffInput& out) {
     const Json& streams = in.array(ranks[r], "streams", field);
     for (size_t s = 0; s < streams.size(); ++s) {
       rank.streams.push_back(parse_stream(in, streams[s], at(field + ".streams", s), out.classes.size()));
+      for (const DiffOp& op : rank.streams.back().ops) {
+        busy_ns += op.end_ns - op.start_ns;  // ≤ 10^15 each: no overflow before the check
+        if (busy_ns > kMaxTotalNs) {
+          in.fail(at(field + ".streams", s), "the ops' durations add up to more than 2^62 ns over the file");
+        }
+      }
     }
     out.ranks.push_back(std::move(rank));
   }
@@ -171,6 +188,7 @@ void parse_timeline(const Reader& in, const Json& doc, DiffInput& out) {
 
 void parse_rank_bubbles(const Reader& in, const Json& doc, DiffInput& out) {
   const Json& ranks = in.array(doc, "ranks", "");
+  int64_t bubble_ns = 0;
   for (size_t r = 0; r < ranks.size(); ++r) {
     const std::string field = at("ranks", r);
     if (!ranks[r].is_object()) in.fail(field, "expected an object");
@@ -179,7 +197,13 @@ void parse_rank_bubbles(const Reader& in, const Json& doc, DiffInput& out) {
     const Json& by_category = in.object(ranks[r], "bubble_s", field);
     for (auto c = by_category.begin(); c != by_category.end(); ++c) {
       if (!c->is_number()) in.fail(field + ".bubble_s." + c.key(), "expected a number of seconds");
-      b.by_category_ns.emplace_back(c.key(), TimeNs::from_seconds(c->get<double>()).count());
+      const double seconds = c->get<double>();
+      if (!(seconds >= 0 && seconds <= 1e6)) {
+        in.fail(field + ".bubble_s." + c.key(), fmt::format("{} s is not a bubble time in [0, 10^6] s", seconds));
+      }
+      b.by_category_ns.emplace_back(c.key(), TimeNs::from_seconds(seconds).count());
+      bubble_ns += b.by_category_ns.back().second;
+      if (bubble_ns > kMaxTotalNs) in.fail(field + ".bubble_s", "the bubbles add up to more than 2^62 ns over the file");
     }
     out.rank_bubbles.push_back(std::move(b));
   }
@@ -237,6 +261,10 @@ DiffInput parse_diff_input(std::string_view json_text, const std::string& file) 
   out.num_gpus = in.integer(doc, "num_gpus", "");
   out.iteration_time_ns = in.integer(doc, "iteration_time_ns", "");
   if (out.iteration_time_ns < 0) in.fail("iteration_time_ns", "negative iteration time");
+  if (out.iteration_time_ns > kMaxTimeNs) {
+    in.fail("iteration_time_ns", fmt::format("{} ns is above 10^15 ns (11.6 days), the longest lacuna writes",
+                                             out.iteration_time_ns));
+  }
   parse_rank_bubbles(in, doc, out);
   parse_timeline(in, doc, out);
   return out;

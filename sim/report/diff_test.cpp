@@ -7,6 +7,8 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "sim/core/error.h"
@@ -318,6 +320,27 @@ TEST(DiffRuns, RejectsADifferentProgram) {
       }
     }
     EXPECT_EQ(diff_error(m), "");
+  }
+}
+
+// Issue 16: a time near INT64_MAX overflowed diff's sums (found by UBSan)
+// and made `diff --svg` run for 34 s. Every time is bounded by 10^15 ns.
+TEST(ParseDiffInput, TimesThatCouldOverflowASumAreRefused) {
+  const Json good = diff_fixture::predicted_doc();
+  {
+    Json d = good;
+    d["iteration_time_ns"] = std::numeric_limits<int64_t>::max() - 1;
+    EXPECT_THAT(parse_error(d), HasSubstr("iteration_time_ns: 9223372036854775806 ns is above 10^15 ns (11.6 days)"));
+  }
+  {
+    Json d = good;
+    diff_fixture::set_times(d, 0, 0, 1, 100, 100, int64_t{1} << 60);
+    EXPECT_THAT(parse_error(d), HasSubstr("timeline.ranks[0].streams[0].ops[1]: a time above 10^15 ns"));
+  }
+  {
+    Json d = good;
+    d["ranks"][0]["bubble_s"]["pp_warmup"] = 1e12;
+    EXPECT_THAT(parse_error(d), HasSubstr("ranks[0].bubble_s.pp_warmup: 1000000000000 s is not a bubble time in [0, 10^6] s"));
   }
 }
 
