@@ -92,7 +92,7 @@ TEST(IterationsReport, JsonAddsIterationsOnlyForSeveral) {
   const auto& it = three["iterations"];
   EXPECT_EQ(it["count"], 3);
   EXPECT_EQ(it["run_time_ns"], 990000);
-  EXPECT_EQ(it["times_ns"], nlohmann::json::parse("[330000,330000,330000]"));
+  EXPECT_EQ(it["times_ns"], nlohmann::ordered_json::parse("[330000,330000,330000]"));
   EXPECT_EQ(three["iteration_time_ns"], 330000);
   // Keys keep their order: "iterations" right after the iteration time.
   std::vector<std::string> keys;
