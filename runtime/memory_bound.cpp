@@ -40,8 +40,8 @@ MemoryEstimate estimate_cpu_memory(const Plan& plan, std::int64_t kept_iteration
         // the rank, stream and op, with what every other stream was doing.
       }
     }
-    // Buffers a and b, plus the communicator's per-call scratch, at most
-    // twice the largest buffer (reduce-scatter's 2 × output).
+    // Buffers a and b, plus the communicator's per-call scratch of at most
+    // twice buffer a (reduce-scatter's 2 × output): 3a + b floats.
     const auto floats = static_cast<std::int64_t>(sp.buffer_a) * 3 + static_cast<std::int64_t>(sp.buffer_b);
     e.transfer_bytes = add(e.transfer_bytes, mul(floats, static_cast<std::int64_t>(sizeof(float))));
     ops = add(ops, static_cast<std::int64_t>(sp.ops.size()));

@@ -49,6 +49,10 @@ std::string size_text(uint64_t bytes) {
   }
 }
 
+void require_regular(const std::string& path, mode_t mode, const InputKind& kind) {
+  if (!S_ISREG(mode)) fail(path, fmt::format("{}: a {} must be a regular file", file_type_name(mode), kind.what), kind.fix);
+}
+
 struct Fd {
   int fd = -1;
   ~Fd() {
@@ -63,9 +67,7 @@ std::string read_input_file(const std::string& path, const InputKind& kind) {
   // stat first: opening a FIFO for reading would block until a writer came.
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) fail_errno(path, kind, errno);
-  if (!S_ISREG(st.st_mode)) {
-    fail(path, fmt::format("{}: a {} must be a regular file", file_type_name(st.st_mode), kind.what), kind.fix);
-  }
+  require_regular(path, st.st_mode, kind);
   const auto too_large = [&](uint64_t bytes) {
     fail(path,
          fmt::format("the file is {} bytes, above the {} a {} may have (docs/reliability.md#inputs)", bytes,
@@ -79,9 +81,7 @@ std::string read_input_file(const std::string& path, const InputKind& kind) {
   f.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (f.fd < 0) fail_errno(path, kind, errno);
   if (::fstat(f.fd, &st) != 0) fail_errno(path, kind, errno);
-  if (!S_ISREG(st.st_mode)) {
-    fail(path, fmt::format("{}: a {} must be a regular file", file_type_name(st.st_mode), kind.what), kind.fix);
-  }
+  require_regular(path, st.st_mode, kind);
   std::string text;
   text.resize(static_cast<size_t>(st.st_size));
   size_t have = 0;

@@ -28,6 +28,11 @@ inline constexpr InputKind kProgramInput{"program file", 512 * kMiB,
 inline constexpr InputKind kDiffInput{"timeline JSON", 256 * kMiB,
                                       "give a file written by `lacuna simulate --json` or `lacuna execute --json`"};
 
+// Whether a text input starts with a UTF-8 byte-order mark, which every text
+// reader refuses by name (protobuf's and JSON's parsers would report a stray
+// character at 1:1).
+inline bool starts_with_utf8_bom(std::string_view text) { return text.substr(0, 3) == "\xEF\xBB\xBF"; }
+
 // The whole file. Throws lacuna::Error naming `path` when it does not exist,
 // is a symlink loop, cannot be opened, is not a regular file, is larger than
 // kind.max_bytes, or grows past it while being read.

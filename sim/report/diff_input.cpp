@@ -219,7 +219,7 @@ const DiffRank* DiffInput::find_rank(int32_t rank) const {
 DiffInput parse_diff_input(std::string_view json_text, const std::string& file) {
   const Reader in(file);
   Json doc;
-  if (json_text.substr(0, 3) == "\xEF\xBB\xBF") {
+  if (starts_with_utf8_bom(json_text)) {
     in.fail({}, "the file starts with a UTF-8 byte-order mark (BOM)",
             "lacuna writes JSON without one; pass the file it wrote, or save it as UTF-8 without a BOM");
   }

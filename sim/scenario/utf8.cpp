@@ -1,11 +1,11 @@
 #include "sim/scenario/parse.h"
 
+#include "sim/core/input_file.h"
+
 namespace lacuna::scenario {
 
 void check_utf8(std::string_view text, const SourceMap& locations) {
-  // Protobuf's text format and JSON parsers would report a BOM as a stray
-  // character at 1:1; say what it is instead.
-  if (text.substr(0, 3) == "\xEF\xBB\xBF") {
+  if (starts_with_utf8_bom(text)) {
     throw Error(SourceLocation{locations.file(), 1, 1, {}}, "the file starts with a UTF-8 byte-order mark (BOM)",
                 "save it as UTF-8 without a BOM");
   }
