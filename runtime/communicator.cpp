@@ -14,8 +14,9 @@
 #include <map>
 #include <mutex>
 #include <set>
-#include <tuple>
 #include <utility>
+
+#include "sim/ir/bound_program.h"
 
 namespace lacuna::runtime {
 
@@ -175,7 +176,7 @@ struct WaitEntry {
   WaitType type = WaitType::kCollective;
   int group = -1;
   std::int64_t seq = -1;
-  int src = -1, dst = -1, channel = -1;
+  ir::P2pKey transfer;  // send / recv: the matching key
   std::string what;
   bool running = false;  // collective: every member arrived, data is moving
 };
@@ -189,7 +190,7 @@ struct Communicator::Impl {
   std::vector<std::unique_ptr<GroupState>> groups;
 
   std::mutex objects_mu;
-  std::map<std::tuple<int, int, int>, std::unique_ptr<Channel>> channels;
+  std::map<ir::P2pKey, std::unique_ptr<Channel>> channels;  // in-order matching per key
 
   std::atomic<bool> is_aborted{false};
   mutable std::mutex abort_mu;
@@ -265,16 +266,16 @@ struct Communicator::Impl {
         const WaitType other = e->type == WaitType::kSend ? WaitType::kRecv : WaitType::kSend;
         bool found = false;
         for (const auto& [id, o] : waits) {
-          if (o.type == other && o.src == e->src && o.dst == e->dst && o.channel == e->channel && o.seq == e->seq) {
+          if (o.type == other && o.transfer == e->transfer && o.seq == e->seq) {
             found = true;
           }
         }
         if (found) {
           out += "matched, moving data";
         } else if (e->type == WaitType::kSend) {
-          out += "no matching recv posted by rank " + std::to_string(e->dst);
+          out += "no matching recv posted by rank " + std::to_string(e->transfer.dst);
         } else {
-          out += "no matching send posted by rank " + std::to_string(e->src);
+          out += "no matching send posted by rank " + std::to_string(e->transfer.src);
         }
       }
     }
@@ -356,7 +357,7 @@ struct Communicator::Impl {
 
   Channel& channel(int src, int dst, int ch) {
     std::lock_guard lk(objects_mu);
-    auto& c = channels[{src, dst, ch}];
+    auto& c = channels[ir::P2pKey{src, dst, ch}];
     if (!c) c = std::make_unique<Channel>();
     return *c;
   }
@@ -456,6 +457,7 @@ CallStats Communicator::Impl::collective(int rank, int group_id, Call call, std:
   }
   std::shared_ptr<Instance> inst = slot;
   Registration reg(*this, WaitEntry{.rank = rank, .type = WaitType::kCollective, .group = group_id, .seq = seq,
+                                    .transfer = {},
                                     .what = what});
   // Leaves the instance on every exit, with the group lock held.
   struct Leave {
@@ -863,9 +865,7 @@ CallStats Communicator::Impl::p2p(bool is_send, int src, int dst, int channel_id
   Registration reg(*this, WaitEntry{.rank = rank,
                                     .type = is_send ? WaitType::kSend : WaitType::kRecv,
                                     .seq = seq,
-                                    .src = src,
-                                    .dst = dst,
-                                    .channel = channel_id,
+                                    .transfer = {src, dst, channel_id},
                                     .what = what});
   if (is_send) {
     t->send = std::move(side);
@@ -892,8 +892,8 @@ CallStats Communicator::Impl::p2p(bool is_send, int src, int dst, int channel_id
       }
       t->failed = true;
       t->fail_kind = CommError::Kind::kMismatch;
-      t->error = "p2p mismatch rank " + std::to_string(src) + " -> rank " + std::to_string(dst) + ", channel " +
-                 std::to_string(channel_id) + ", transfer #" + std::to_string(seq) + ": rank " +
+      t->error = "p2p mismatch " + ir::describe(ir::P2pKey{src, dst, channel_id}) + ", transfer #" +
+                 std::to_string(seq) + ": rank " +
                  std::to_string(src) + " " + describe_side(true, s, src, dst, channel_id) + " matched rank " +
                  std::to_string(dst) + " " + describe_side(false, r, src, dst, channel_id) + ": " + differs;
       ch.cv.notify_all();

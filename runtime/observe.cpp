@@ -6,17 +6,17 @@
 #include <tuple>
 
 #include "sim/core/error.h"
+#include "sim/ir/bound_program.h"
 
 namespace lacuna::runtime {
 namespace {
 
 engine::OpSpan to_op_span(const ir::Program& program, const ExecutedSpan& s) {
-  const ir::RankClass& cls = program.classes(program.ranks(s.rank).class_id());
   engine::OpSpan span;
   span.rank = s.rank;
   span.stream = s.stream;
   span.op = s.op;
-  span.ir = &cls.streams(s.stream).ops(s.op);
+  span.ir = &ir::BoundProgram(program).op(s.rank, s.stream, s.op);
   span.ready = TimeNs(s.ready_ns);
   // The executor ignores Op.host_ns / host_sync (the real host has its own
   // overhead) and cannot see when its host issued an op: as if on time.
@@ -56,22 +56,19 @@ void feed_observers(const ir::Program& program, const ExecutionResult& result, i
     if (s.ir->kind_case() == ir::Op::kRecord) records[{s.rank, s.ir->record().event()}].push_back(&s);
   }
 
-  // Send / recv partners: per (src, dst, channel) in the order reached.
-  using Key = std::tuple<int, int, int>;
-  std::map<Key, std::vector<const engine::OpSpan*>> sends, recvs;
-  for (const engine::OpSpan& s : spans) {
-    const ir::RankBinding& binding = program.ranks(s.rank);
-    if (s.ir->kind_case() == ir::Op::kSend) {
-      const int peer = binding.peer(s.ir->send().peer_slot());
-      sends[{s.rank, peer, s.ir->send().channel()}].push_back(&s);
-    } else if (s.ir->kind_case() == ir::Op::kRecv) {
-      const int peer = binding.peer(s.ir->recv().peer_slot());
-      recvs[{peer, s.rank, s.ir->recv().channel()}].push_back(&s);
-    }
+  // Send / recv partners by the IR's matching rule, each side in the order
+  // reached (its ready time; stream and op break ties within a rank).
+  std::vector<const engine::OpSpan*> by_ready;
+  for (const engine::OpSpan& s : spans) by_ready.push_back(&s);
+  std::sort(by_ready.begin(), by_ready.end(), [](const engine::OpSpan* a, const engine::OpSpan* b) {
+    return std::tie(a->ready, a->rank, a->stream, a->op) < std::tie(b->ready, b->rank, b->stream, b->op);
+  });
+  const ir::BoundProgram bound(program);
+  ir::P2pMatching<const engine::OpSpan*> transfers;
+  for (const engine::OpSpan* s : by_ready) {
+    if (s->ir->kind_case() == ir::Op::kSend) transfers.add_send(bound.p2p_key(s->rank, *s->ir), s);
+    if (s->ir->kind_case() == ir::Op::kRecv) transfers.add_recv(bound.p2p_key(s->rank, *s->ir), s);
   }
-  auto by_ready = [](const engine::OpSpan* a, const engine::OpSpan* b) {
-    return std::tie(a->ready, a->stream, a->op) < std::tie(b->ready, b->stream, b->op);
-  };
 
   TimeNs end;
   for (const engine::OpSpan& s : spans) {
@@ -103,13 +100,9 @@ void feed_observers(const ir::Program& program, const ExecutionResult& result, i
   }
 
   std::vector<std::pair<const engine::OpSpan*, const engine::OpSpan*>> pairs;
-  for (auto& [key, list] : sends) {
-    auto rit = recvs.find(key);
-    if (rit == recvs.end()) continue;
-    std::sort(list.begin(), list.end(), by_ready);
-    std::sort(rit->second.begin(), rit->second.end(), by_ready);
-    for (size_t k = 0; k < list.size() && k < rit->second.size(); ++k) pairs.emplace_back(list[k], rit->second[k]);
-  }
+  transfers.for_each_pair([&](const ir::P2pKey&, const engine::OpSpan* send, const engine::OpSpan* recv) {
+    pairs.emplace_back(send, recv);
+  });
   std::sort(pairs.begin(), pairs.end(), [](const auto& a, const auto& b) {
     const TimeNs ea = std::max(a.first->end, a.second->end), eb = std::max(b.first->end, b.second->end);
     return std::tie(ea, a.first->rank, a.first->stream, a.first->op) <

@@ -3,11 +3,11 @@
 #include <algorithm>
 #include <map>
 #include <string>
-#include <tuple>
 #include <utility>
 
 #include "kernels/kernel_case.h"
 #include "sim/core/error.h"
+#include "sim/ir/bound_program.h"
 #include "sim/ir/validate.h"
 
 namespace lacuna::runtime {
@@ -59,32 +59,17 @@ Plan make_plan(const ir::Program& program, const PlanOptions& options) {
   }
   plan.num_events.assign(static_cast<std::size_t>(num_ranks), 0);
 
-  for (int g = 0; g < program.groups_size(); ++g) {
-    const auto& ranks = program.groups(g).ranks();
-    for (int i = 0; i < ranks.size(); ++i) {
-      if (ranks[i] < 0 || ranks[i] >= num_ranks || (i > 0 && ranks[i] <= ranks[i - 1])) {
-        throw Error("execute: group " + std::to_string(g) + " must list ascending ranks in [0, " +
-                    std::to_string(num_ranks) + ")");
-      }
-    }
-  }
-
-  // Sends' fixed durations per (src, dst, channel) in issue order, so that the
-  // matching recv knows the transfer is fixed (the sender decides).
-  std::map<std::tuple<int, int, int>, std::vector<std::int64_t>> send_fixed;
-  std::map<std::tuple<int, int, int>, std::size_t> recv_seen;
+  const ir::BoundProgram bound(program);
+  // Transfer ends in issue order, so that each recv learns whether its
+  // matching send has a fixed duration (the sender decides).
+  ir::P2pMatching<std::pair<std::size_t, std::size_t>> transfers;  // (stream plan, op) indices
 
   for (int r : plan.ranks) {
     const ir::RankBinding& binding = program.ranks(r);
-    if (binding.class_id() < 0 || binding.class_id() >= program.classes_size()) {
-      throw Error("execute: rank " + std::to_string(r) + " has class_id " + std::to_string(binding.class_id()) +
-                  " but the program has " + std::to_string(program.classes_size()) + " classes");
-    }
-    const ir::RankClass& cls = program.classes(binding.class_id());
+    const ir::RankClass& cls = bound.rank_class(r);
     plan.num_events[static_cast<std::size_t>(r)] = cls.num_events();
     const double scale =
         options.apply_compute_time_scale && binding.has_compute_time_scale() ? binding.compute_time_scale() : 1.0;
-    if (!(scale > 0)) throw Error("execute: rank " + std::to_string(r) + " has compute_time_scale <= 0");
 
     for (int s = 0; s < cls.streams_size(); ++s) {
       const ir::Stream& stream = cls.streams(s);
@@ -97,21 +82,12 @@ Plan make_plan(const ir::Program& program, const PlanOptions& options) {
         const ir::Op& op = stream.ops(i);
         PlannedOp p;
         p.label = stream_label(r, s, sp.name) + " op " + std::to_string(i);
-        auto resolve_group = [&](int slot) {
-          if (slot < 0 || slot >= binding.group_size() || binding.group(slot) < 0 ||
-              binding.group(slot) >= program.groups_size()) {
-            throw Error("execute: " + p.label + " uses group slot " + std::to_string(slot) +
-                        ", which rank " + std::to_string(r) + " does not bind to a group");
+        // Slots, groups and events are in range: validate_program checked them.
+        auto resolve_peer = [&](int peer) {
+          if (peer == r) {
+            throw Error("execute: " + p.label + " sends to or receives from its own rank " + std::to_string(r) +
+                        "; the communicator pairs two different ranks");
           }
-          return binding.group(slot);
-        };
-        auto resolve_peer = [&](int slot) {
-          if (slot < 0 || slot >= binding.peer_size() || binding.peer(slot) < 0 || binding.peer(slot) >= num_ranks ||
-              binding.peer(slot) == r) {
-            throw Error("execute: " + p.label + " uses peer slot " + std::to_string(slot) + ", which rank " +
-                        std::to_string(r) + " does not bind to another rank");
-          }
-          const int peer = binding.peer(slot);
           if (!selected[static_cast<std::size_t>(peer)]) {
             if (options.replay == nullptr) {
               throw Error(SourceLocation{}, "execute: " + p.label + " talks to rank " + std::to_string(peer) +
@@ -145,15 +121,10 @@ Plan make_plan(const ir::Program& program, const PlanOptions& options) {
             const ir::Collective& c = op.collective();
             p.kind = OpKind::kCollective;
             p.collective = to_runtime(c.kind(), p.label);
-            p.group = resolve_group(c.group_slot());
-            const auto& members = program.groups(p.group).ranks();
+            p.group = bound.collective_group(r, op);
+            const auto members = bound.members(p.group);
             p.group_size = members.size();
-            auto pos = std::find(members.begin(), members.end(), r);
-            if (pos == members.end()) {
-              throw Error("execute: " + p.label + " runs a collective on group " + std::to_string(p.group) +
-                          ", which does not contain rank " + std::to_string(r));
-            }
-            p.member = static_cast<int>(pos - members.begin());
+            p.member = bound.member_index(p.group, r);
             for (int m : members) {
               if (selected[static_cast<std::size_t>(m)]) continue;
               if (options.replay == nullptr) {
@@ -163,8 +134,7 @@ Plan make_plan(const ir::Program& program, const PlanOptions& options) {
               }
               p.emulated = true;
             }
-            p.root = members[0];
-            if (c.bytes() < 0) throw Error("execute: " + p.label + ": negative bytes");
+            p.root = bound.root(p.group);
             p.bytes = c.bytes();
             p.elements = float_count(c.bytes());
             if (p.collective == CollectiveKind::kAllGather || p.collective == CollectiveKind::kReduceScatter ||
@@ -191,13 +161,12 @@ Plan make_plan(const ir::Program& program, const PlanOptions& options) {
           case ir::Op::kRecv: {
             // Send and Recv carry the same fields; the sender decides a fixed duration.
             const bool send = op.kind_case() == ir::Op::kSend;
-            const int peer_slot = send ? op.send().peer_slot() : op.recv().peer_slot();
             const std::int64_t bytes = send ? op.send().bytes() : op.recv().bytes();
+            const ir::P2pKey key = bound.p2p_key(r, op);
             p.kind = send ? OpKind::kSend : OpKind::kRecv;
-            p.peer = resolve_peer(peer_slot);
-            p.channel = send ? op.send().channel() : op.recv().channel();
+            p.peer = resolve_peer(send ? key.dst : key.src);
+            p.channel = key.channel;
             p.tag = send ? op.send().tag() : op.recv().tag();
-            if (bytes < 0 || p.channel < 0) throw Error("execute: " + p.label + ": negative bytes or channel");
             p.bytes = bytes;
             p.elements = float_count(bytes);
             p.what = (send ? "send " : "recv ") + std::to_string(bytes) + (send ? " B to rank " : " B from rank ") +
@@ -205,8 +174,13 @@ Plan make_plan(const ir::Program& program, const PlanOptions& options) {
                      std::to_string(p.tag);
             if (send) {
               p.fixed_ns = op.send().fixed_duration_ns();
-              send_fixed[{r, p.peer, p.channel}].push_back(p.fixed_ns);
               if (!p.emulated) sp.buffer_a = std::max(sp.buffer_a, p.fixed_ns > 0 ? std::size_t{1} : p.elements);
+            }
+            const std::pair<std::size_t, std::size_t> at{plan.streams.size(), sp.ops.size()};
+            if (send) {
+              transfers.add_send(key, at);
+            } else {
+              transfers.add_recv(key, at);
             }
             break;
           }
@@ -216,10 +190,6 @@ Plan make_plan(const ir::Program& program, const PlanOptions& options) {
             p.kind = record ? OpKind::kRecord : OpKind::kWait;
             p.event = record ? op.record().event() : op.wait().event();
             p.value = record ? 0 : op.wait().value();
-            if (p.event < 0 || p.event >= cls.num_events()) {
-              throw Error("execute: " + p.label + " uses event " + std::to_string(p.event) + " but class '" +
-                          cls.name() + "' has num_events = " + std::to_string(cls.num_events()));
-            }
             p.what = record ? "record event " + std::to_string(p.event)
                             : "wait event " + std::to_string(p.event) + " >= " + std::to_string(p.value);
             break;
@@ -243,16 +213,14 @@ Plan make_plan(const ir::Program& program, const PlanOptions& options) {
     }
   }
 
-  // Second pass: recvs learn whether their matching send is fixed-duration
-  // (matched in order per (src, dst, channel), streams of a rank in order).
+  // Second pass: recvs learn whether their matching send is fixed-duration.
+  transfers.for_each_pair([&](const ir::P2pKey&, const auto& send, const auto& recv) {
+    PlannedOp& r = plan.streams[recv.first].ops[recv.second];
+    if (!r.emulated) r.fixed_ns = plan.streams[send.first].ops[send.second].fixed_ns;
+  });
   for (StreamPlan& sp : plan.streams) {
-    for (PlannedOp& p : sp.ops) {
-      if (p.kind != OpKind::kRecv || p.emulated) continue;
-      const std::tuple<int, int, int> key{p.peer, sp.rank, p.channel};
-      const std::size_t k = recv_seen[key]++;
-      auto it = send_fixed.find(key);
-      if (it != send_fixed.end() && k < it->second.size()) p.fixed_ns = it->second[k];
-      sp.buffer_a = std::max(sp.buffer_a, p.fixed_ns > 0 ? std::size_t{1} : p.elements);
+    for (const PlannedOp& p : sp.ops) {
+      if (p.kind == OpKind::kRecv && !p.emulated) sp.buffer_a = std::max(sp.buffer_a, p.fixed_ns > 0 ? std::size_t{1} : p.elements);
     }
   }
   return plan;

@@ -38,8 +38,8 @@ std::string Simulator::Impl::describe_p2p(uint32_t sid) const {
   const FlatOp& op = current_op(streams[sid]);
   const Mailbox& m = mailboxes[streams[sid].comm];
   const bool is_send = op.kind == OpKind::kSend;
-  return std::string(is_send ? "send to rank " : "recv from rank ") + std::to_string(is_send ? m.dst : m.src) +
-         " (channel " + std::to_string(m.channel) + ", tag " + std::to_string(op.tag) + ", " +
+  return std::string(is_send ? "send to rank " : "recv from rank ") + std::to_string(is_send ? m.key.dst : m.key.src) +
+         " (channel " + std::to_string(m.key.channel) + ", tag " + std::to_string(op.tag) + ", " +
          std::to_string(op.value) + " bytes)";
 }
 

@@ -3,6 +3,8 @@
 #include <map>
 #include <utility>
 
+#include "sim/ir/bound_program.h"
+
 namespace lacuna::engine {
 namespace {
 
@@ -54,13 +56,12 @@ SimulatedSet plan_simulated_ranks(const ir::Program& program, bool fold) {
     }
   }
   const auto used = used_peer_slots(program);
+  const ir::BoundProgram bound(program);
   while (!frontier.empty()) {
     const int32_t r = frontier.back();
     frontier.pop_back();
-    const auto& b = program.ranks(r);
-    for (int32_t slot : used[b.class_id()]) {
-      if (slot >= b.peer_size()) continue;
-      const int32_t peer = b.peer(slot);
+    for (int32_t slot : used[bound.class_id(r)]) {
+      const int32_t peer = bound.peer(r, slot);
       if (peer >= 0 && peer < n && !simulated[peer]) {
         simulated[peer] = true;
         frontier.push_back(peer);

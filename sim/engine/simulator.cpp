@@ -63,7 +63,8 @@ Simulator::Impl::Impl(const ir::Program& p, const cost::CostModel& cost, Simulat
   classes.resize(static_cast<size_t>(p.classes_size()));
   std::vector<bool> flattened(classes.size(), false);
   const int num_slots = p.group_slots_size();
-  std::map<std::tuple<int32_t, int32_t, int32_t>, uint32_t> mailbox_of;  // (src, dst, channel)
+  const ir::BoundProgram bound(p);
+  std::map<ir::P2pKey, uint32_t> mailbox_of;
   ranks.resize(num_sim);
   slot_group.assign(num_sim * static_cast<size_t>(num_slots), -1);
   slot_counter.assign(num_sim * static_cast<size_t>(num_slots), -1);
@@ -90,7 +91,7 @@ Simulator::Impl::Impl(const ir::Program& p, const cost::CostModel& cost, Simulat
     num_event_counters += static_cast<size_t>(fc.num_events);
     sr.slot_base = static_cast<uint32_t>(i * static_cast<size_t>(num_slots));
     for (int s = 0; s < num_slots; ++s) {
-      const int32_t g = s < b.group_size() ? b.group(s) : -1;
+      const int32_t g = bound.group(r, s);
       if (g < 0) continue;
       slot_group[sr.slot_base + s] = g;
       // Two slots naming one group (dp and dp_cp when cp = 1) share a counter:
@@ -104,14 +105,11 @@ Simulator::Impl::Impl(const ir::Program& p, const cost::CostModel& cost, Simulat
     }
     sr.endpoint_base = static_cast<uint32_t>(endpoint_mailbox.size());
     for (const Endpoint& e : fc.endpoints) {
-      const int32_t peer = b.peer(e.peer_slot);
-      const auto key = e.is_send ? std::make_tuple(r, peer, e.channel) : std::make_tuple(peer, r, e.channel);
+      const ir::P2pKey key = bound.p2p_key(r, e.is_send, e.peer_slot, e.channel);
       auto [it, inserted] = mailbox_of.try_emplace(key, static_cast<uint32_t>(mailboxes.size()));
       if (inserted) {
         Mailbox m;
-        m.src = std::get<0>(key);
-        m.dst = std::get<1>(key);
-        m.channel = e.channel;
+        m.key = key;
         mailboxes.push_back(std::move(m));
       }
       endpoint_mailbox.push_back(it->second);

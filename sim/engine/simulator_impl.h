@@ -15,6 +15,7 @@
 #include "sim/engine/flat_program.h"
 #include "sim/engine/fold.h"
 #include "sim/engine/simulator.h"
+#include "sim/ir/bound_program.h"
 
 namespace lacuna::engine {
 
@@ -109,9 +110,7 @@ struct GroupRuntime {
 // FIFO of unmatched posts of one (src, dst, channel): only one side can have
 // posts waiting, otherwise they would have matched.
 struct Mailbox {
-  int32_t src = 0;
-  int32_t dst = 0;
-  int32_t channel = 0;
+  ir::P2pKey key;  // the transfers this mailbox matches, in order
   bool waiting_sends = false;
   uint32_t head = 0;
   std::vector<uint32_t> posts;  // streams

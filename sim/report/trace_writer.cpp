@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sim/core/error.h"
+#include "sim/ir/bound_program.h"
 #include "sim/report/format.h"
 #include "sim/report/names.h"
 
@@ -14,11 +15,6 @@ namespace lacuna::report {
 namespace {
 
 std::string json_quoted(const std::string& s) { return nlohmann::json(s).dump(); }
-
-int32_t peer_of(const ir::Program& program, int32_t rank, int32_t slot) {
-  const ir::RankBinding& b = program.ranks(rank);
-  return slot >= 0 && slot < b.peer_size() ? b.peer(slot) : -1;
-}
 
 std::string category(const ir::Op& op) {
   if (op.has_collective()) return "collective";
@@ -53,9 +49,9 @@ std::string op_name(const ir::Program& program, int32_t rank, const ir::Op& op) 
         slot >= 0 && slot < program.group_slots_size() ? program.group_slots(slot).name() : std::string("?");
     s += fmt::format("{} {}", collective_short(op.collective().kind()), slot_name);
   } else if (op.has_send()) {
-    s += fmt::format("send→r{} mb{}", peer_of(program, rank, op.send().peer_slot()), op.microbatch());
+    s += fmt::format("send→r{} mb{}", ir::BoundProgram(program).p2p_key(rank, op).dst, op.microbatch());
   } else if (op.has_recv()) {
-    s += fmt::format("recv←r{} mb{}", peer_of(program, rank, op.recv().peer_slot()), op.microbatch());
+    s += fmt::format("recv←r{} mb{}", ir::BoundProgram(program).p2p_key(rank, op).src, op.microbatch());
   } else if (op.has_record()) {
     s += fmt::format("record e{}", op.record().event());
   } else if (op.has_wait()) {
