@@ -14,7 +14,10 @@
 #include <tuple>
 #include <vector>
 
+#include <string>
+
 #include "sim/engine/observer.h"
+#include "sim/proto/trace.pb.h"
 
 namespace lacuna::runtime {
 
@@ -55,5 +58,14 @@ class ReplayRecorder : public engine::Observer {
   std::vector<int> ranks_;
   std::vector<bool> wanted_;  // per global rank
 };
+
+// The same from a saved prediction (`lacuna simulate --spans FILE`, a trace
+// already checked by report::parse_span_trace): the communication spans of
+// `ranks` (empty = every rank of the program). Throws lacuna::Error naming
+// `file` when the trace is not a prediction of this very program (its
+// program_digest), is of several iterations, lacks one of `ranks`, or names
+// an op the program does not have.
+ReplayTimes replay_times_from_trace(const ir::Program& program, const trace::Trace& trace,
+                                    const std::vector<int>& ranks, const std::string& file);
 
 }  // namespace lacuna::runtime

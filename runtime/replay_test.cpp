@@ -16,6 +16,12 @@
 #include "runtime/runtime_test_support.h"
 #include "sim/engine/engine_test_support.h"
 #include "sim/engine/simulator.h"
+#include "sim/ir/digest.h"
+#include "sim/report/bubble_accounting.h"
+#include "sim/report/rank_spec.h"
+#include "sim/report/span_trace.h"
+#include "sim/report/summary.h"
+#include "sim/report/timeline.h"
 #include "sim/proto/program.pb.h"
 
 namespace lacuna::runtime {
@@ -252,6 +258,93 @@ TEST(ReplayRecorder, APredictionWithHostCostsReplaysToo) {
   const ExecutedSpan* got = find_span(r, 1, 0, 0);
   ASSERT_NE(got, nullptr);
   EXPECT_GE(got->end_ns, recv->end_ns);
+}
+
+
+// ---------------------------------------------------------------- a saved prediction
+
+// `simulate --spans` of the program, with the ranks `trace_ranks` traced.
+trace::Trace saved_prediction(const ir::Program& p, const std::string& trace_ranks, ReplayTimes* recorded = nullptr) {
+  engine::testing::ClosedFormCost cost;
+  engine::Simulator sim(p, cost);
+  report::BubbleAccounting accounting;
+  report::TimelineRecorder timeline(p, report::parse_rank_spec(trace_ranks));
+  ReplayTimes times;
+  ReplayRecorder recorder(times, {});
+  sim.add_observer(&accounting);
+  sim.add_observer(&timeline);
+  sim.add_observer(&recorder);
+  sim.run();
+  if (recorded != nullptr) *recorded = times;
+  report::Summary summary = report::summarize(p, accounting, "closed form", false);
+  return report::make_span_trace(summary, timeline.timeline(), trace::PREDICTION, ir::content_digest(p));
+}
+
+TEST(ReplayFromTrace, GivesWhatASimulationRecords) {
+  const ir::Program p = two_rank_program(/*rank1_compute_ns=*/50'000);
+  ReplayTimes recorded;
+  const trace::Trace t = saved_prediction(p, "all", &recorded);
+  for (const std::vector<int>& ranks : {std::vector<int>{1}, std::vector<int>{}}) {
+    const ReplayTimes loaded = replay_times_from_trace(p, t, ranks, "pred.spans");
+    EXPECT_EQ(loaded.iteration_ns, recorded.iteration_ns);
+    std::size_t n = 0;
+    for (int r = 0; r < 2; ++r) {
+      const bool wanted = ranks.empty() || r == 1;
+      for (int s = 0; s < 4; ++s) {
+        for (int op = 0; op < 4; ++op) {
+          const PredictedSpan* want = recorded.find(r, s, op);
+          const PredictedSpan* got = loaded.find(r, s, op);
+          if (want == nullptr || !wanted) {
+            EXPECT_EQ(got, nullptr) << r << " " << s << " " << op;
+            continue;
+          }
+          ASSERT_NE(got, nullptr) << r << " " << s << " " << op;
+          EXPECT_EQ(got->start_ns, want->start_ns);
+          EXPECT_EQ(got->end_ns, want->end_ns);
+          ++n;
+        }
+      }
+    }
+    EXPECT_EQ(loaded.size(), n);
+    EXPECT_GT(n, 0u);
+  }
+  // And it replays rank 1 as the fresh prediction does.
+  const ReplayTimes loaded = replay_times_from_trace(p, t, {1}, "pred.spans");
+  EXPECT_EQ(execute(p, {.ranks = {1}, .replay = &loaded}).emulated_ops, 2);
+}
+
+TEST(ReplayFromTrace, RefusesAnotherProgramAMeasurementAndMissingRanks) {
+  const ir::Program p = two_rank_program();
+  const trace::Trace t = saved_prediction(p, "all");
+  const auto error = [&](const trace::Trace& bad, std::vector<int> ranks = {1}) {
+    try {
+      (void)replay_times_from_trace(p, bad, ranks, "pred.spans");
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_EQ(error(t), "");
+  {
+    const ir::Program other = two_rank_program(/*rank1_compute_ns=*/7);
+    EXPECT_THAT(error(saved_prediction(other, "all")), HasSubstr("pred.spans: program_digest: a prediction of program"));
+  }
+  {
+    trace::Trace bad = t;
+    bad.set_origin(trace::MEASUREMENT);
+    EXPECT_THAT(error(bad), HasSubstr("origin: a measurement, not a prediction"));
+  }
+  {
+    trace::Trace bad = t;
+    bad.set_iterations(2);
+    EXPECT_THAT(error(bad), HasSubstr("iterations"));
+  }
+  EXPECT_THAT(error(saved_prediction(p, "0")), HasSubstr("no spans of rank 1, which this execute runs"));
+  {
+    trace::Trace bad = t;
+    bad.mutable_ranks(1)->mutable_streams(0)->mutable_spans(0)->set_op(99);
+    EXPECT_THAT(error(bad), HasSubstr("ranks[1].streams[0]: names an op the stream does not have"));
+  }
 }
 
 }  // namespace

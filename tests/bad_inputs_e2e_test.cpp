@@ -62,8 +62,8 @@ TEST(BadInputsE2E, NonRegularFilesAreRefusedWithoutReadingThem) {
                  "a FIFO: a calibration profile must be a regular file");
   expect_refused("simulate " + kSmall + " --no-trace --no-svg --calibration /dev/zero",
                  "a character device: a calibration profile must be a regular file");
-  expect_refused("diff " + fifo + " " + kSmall, "a FIFO: a timeline JSON must be a regular file");
-  expect_refused("diff /dev/zero " + kSmall, "a character device: a timeline JSON must be a regular file");
+  expect_refused("diff " + fifo + " " + kSmall, "a FIFO: a timeline JSON or span trace must be a regular file");
+  expect_refused("diff /dev/zero " + kSmall, "a character device: a timeline JSON or span trace must be a regular file");
   expect_refused("simulate " + (dir / "adir") + " --no-trace --no-svg", "a directory: a scenario file must be");
   expect_refused("simulate " + fifo + ".pb --no-trace --no-svg", "program file not found");
 }
@@ -78,7 +78,7 @@ TEST(BadInputsE2E, FilesAboveTheirLoadersCapAreRefusedBeforeTheyAreRead) {
   expect_refused("simulate " + (dir / "big.pb") + " --no-trace --no-svg", "above the 512 MiB a program file may have");
   expect_refused("simulate " + kSmall + " --no-trace --no-svg --calibration " + (dir / "big-profile.pbtxt"),
                  "above the 64 MiB a calibration profile may have");
-  expect_refused("diff " + (dir / "big.json") + " " + (dir / "big.json"), "above the 256 MiB a timeline JSON may have");
+  expect_refused("diff " + (dir / "big.json") + " " + (dir / "big.json"), "above the 256 MiB a timeline JSON or span trace may have");
 }
 
 TEST(BadInputsE2E, ASymlinkLoopIsNamedAsALoopNotAsMissing) {

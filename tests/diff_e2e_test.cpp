@@ -1,6 +1,8 @@
 // End-to-end: `lacuna diff` on the JSON that `lacuna simulate` writes (the
 // tiny CPU MLLM scenario under the analytic and the flow network stand in for
-// a prediction and a measurement), and its exit codes on bad input.
+// a prediction and a measurement), on span traces (--spans) of a prediction
+// and a CPU measurement, `execute --replay-from`, and the exit codes on bad
+// input.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -55,6 +57,54 @@ TEST(DiffE2E, SameRunHasNoErrorAndDifferentNetworksDiffer) {
   EXPECT_EQ(read_file(dir / "d2.json"), read_file(dir / "d.json"));
 }
 
+// Issue 16: one format for spans. A prediction and a measurement saved as
+// span traces diff exactly as their JSON does; the saved prediction replays
+// without simulating again; runs of different programs are told apart by
+// their digest.
+TEST(DiffE2E, SpanTracesDiffAsTheirJsonAndASavedPredictionReplays) {
+  TempDir dir("spans");
+  const std::string two = source_path("scenarios/cpu/tiny-mllm-cpu-2rank.pbtxt");
+  auto r = run_lacuna("simulate " + two + " --no-trace --no-svg --json " + (dir / "p.json") + " --spans " +
+                      (dir / "p.pb"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("spans  " + (dir / "p.pb") + "  (2 ranks)"), std::string::npos) << r.output;
+  r = run_lacuna("execute " + two + " --no-trace --no-svg --json " + (dir / "m.json") + " --spans " + (dir / "m.pb"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto digest = [&](const std::string& f) {
+    return nlohmann::json::parse(read_file(dir / f))["program_digest"].get<std::string>();
+  };
+  EXPECT_EQ(digest("p.json"), digest("m.json"));
+  EXPECT_EQ(digest("p.json").rfind("fnv1a64:", 0), 0u);
+
+  ASSERT_EQ(run_lacuna("diff " + (dir / "p.json") + " " + (dir / "m.json") + " --json " + (dir / "dj.json")).exit_code, 0);
+  ASSERT_EQ(run_lacuna("diff " + (dir / "p.pb") + " " + (dir / "m.pb") + " --json " + (dir / "dp.json")).exit_code, 0);
+  std::string from_spans = read_file(dir / "dp.json");
+  for (size_t at = 0; (at = from_spans.find(".pb", at)) != std::string::npos;) from_spans.replace(at, 3, ".json");
+  EXPECT_EQ(from_spans, read_file(dir / "dj.json"));
+
+  r = run_lacuna("execute " + two + " --no-trace --no-svg --ranks 0 --replay-from " + (dir / "p.pb"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("executed: 1 of 2 ranks (replay:"), std::string::npos) << r.output;
+
+  r = run_lacuna("execute " + two + " --no-trace --no-svg --ranks 0 --replay-from " + (dir / "m.pb"));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("m.pb: origin: a measurement, not a prediction"), std::string::npos) << r.output;
+  r = run_lacuna("execute " + two + " --no-trace --no-svg --ranks 0 --replay-from " + (dir / "p.json"));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--replay-from reads a span trace"), std::string::npos) << r.output;
+
+  // Another program (8 ranks): refused by digest, by diff and by replay.
+  r = run_lacuna("simulate " + kScenario + " --no-trace --no-svg --spans " + (dir / "p8.pb") + " --trace-ranks all");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = run_lacuna("diff " + (dir / "p8.pb") + " " + (dir / "m.pb"));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("m.pb: program_digest:"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("different programs"), std::string::npos) << r.output;
+  r = run_lacuna("execute " + two + " --no-trace --no-svg --ranks 0 --replay-from " + (dir / "p8.pb"));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("p8.pb: program_digest: a prediction of program"), std::string::npos) << r.output;
+}
+
 TEST(DiffE2E, BadInputIsExitTwoWithAMessage) {
   TempDir dir("diffbad");
   const std::string flow = simulate_json(dir, "flow.json", "");
@@ -73,7 +123,7 @@ TEST(DiffE2E, BadInputIsExitTwoWithAMessage) {
 
   r = run_lacuna("diff " + flow + " " + (dir / "missing.json"));
   EXPECT_EQ(r.exit_code, 2) << r.output;
-  EXPECT_NE(r.output.find("missing.json: timeline JSON not found"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("missing.json: timeline JSON or span trace not found"), std::string::npos) << r.output;
 
   doc = nlohmann::ordered_json::parse(read_file(flow));
   doc["scenario"] = "another";

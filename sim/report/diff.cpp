@@ -1,5 +1,6 @@
 // The comparison of `lacuna diff`: same-program check, errors per op class and
 // stream, and the structural bubble comparison (docs/diff.md).
+#include "sim/proto/program.pb.h"
 #include "sim/report/diff.h"
 
 #include <algorithm>
@@ -178,17 +179,27 @@ int main_compute_stream(const DiffRank& r) {
 
 std::string phase_letter(int32_t phase) {
   switch (phase) {
-    case 1: return "F";    // FORWARD
-    case 2: return "B";    // BACKWARD_INPUT
-    case 3: return "W";    // BACKWARD_WEIGHT
-    case 4: return "R";    // RECOMPUTE
-    case 5: return "opt";  // OPTIMIZER_STEP
-    case 6: return "dp";   // DP_SYNC
+    case ir::FORWARD: return "F";
+    case ir::BACKWARD_INPUT: return "B";
+    case ir::BACKWARD_WEIGHT: return "W";
+    case ir::RECOMPUTE: return "R";
+    case ir::OPTIMIZER_STEP: return "opt";
+    case ir::DP_SYNC: return "dp";
     default: return "-";
   }
 }
 
 DiffReport diff_runs(const DiffInput& predicted, const DiffInput& measured, const DiffOptions& options) {
+  // The same program: the digests agree. Files of an older lacuna carry none;
+  // then the scenario's name and GPU count stand in for it.
+  const bool by_digest = !predicted.program_digest.empty() && !measured.program_digest.empty();
+  if (by_digest && predicted.program_digest != measured.program_digest) {
+    throw Error(SourceLocation{measured.file, 0, 0, "program_digest"},
+                fmt::format("program {} here, {} in {}: the two runs are of different programs",
+                            measured.program_digest, predicted.program_digest, predicted.file),
+                "diff a prediction and a measurement of the same program (the same scenario and flags, or the "
+                "same .pb)");
+  }
   if (predicted.scenario != measured.scenario) {
     throw Error(SourceLocation{measured.file, 0, 0, "scenario"},
                 fmt::format("scenario \"{}\" here, \"{}\" in {}", measured.scenario, predicted.scenario, predicted.file),

@@ -51,6 +51,9 @@ struct DiffRankBubbles {
 // What `lacuna diff` needs of one JSON document.
 struct DiffInput {
   std::string file;  // for messages
+  // ProgramInfo.content_digest of the program that ran; empty in files of an
+  // older lacuna (then scenario and num_gpus stand in for it).
+  std::string program_digest;
   std::string scenario;
   std::string cost_model;
   std::string mode;
@@ -67,7 +70,12 @@ struct DiffInput {
 // lacuna::Error naming the file and the key for malformed JSON, a missing or
 // mistyped key, or a document without `timeline`.
 DiffInput parse_diff_input(std::string_view json_text, const std::string& file);
-// Reads and parses `path` (lacuna::Error if unreadable).
+// Parses a file's bytes: a span trace (sim/report/span_trace.h) when
+// looks_like_span_trace, else the JSON.
+DiffInput parse_diff_file(std::string_view bytes, const std::string& file);
+// Reads and parses `path`: the JSON of --json, or the span trace of --spans
+// (sim/report/span_trace.h), told apart by their first byte (lacuna::Error
+// if unreadable or neither).
 DiffInput load_diff_input(const std::string& path);
 
 // --- the comparison ---------------------------------------------------------

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <fstream>
 #include <limits>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -14,7 +15,10 @@
 #include "sim/core/error.h"
 #include "sim/core/input_file.h"
 #include "sim/core/units.h"
+#include "sim/proto/program.pb.h"
 #include "sim/report/diff.h"
+#include "sim/report/names.h"
+#include "sim/report/span_trace.h"
 
 namespace lacuna::report {
 
@@ -29,7 +33,9 @@ using Json = nlohmann::ordered_json;
 // bubbles each adding up to at most 2^62 ns over the file.
 constexpr int64_t kMaxTimeNs = 1'000'000'000'000'000;
 constexpr int64_t kMaxTotalNs = int64_t{1} << 62;
-constexpr size_t kOpFields = 8;  // [op, class, phase, microbatch, module, ready, start, end]
+// Files without `timeline.op_fields`: [op, class, phase, microbatch, module,
+// ready_ns, start_ns, end_ns].
+constexpr size_t kOpFields = 8;
 
 class Reader {
  public:
@@ -101,24 +107,87 @@ class Reader {
 
 std::string at(const std::string& parent, size_t i) { return fmt::format("{}[{}]", parent, i); }
 
-DiffOp parse_op(const Reader& in, const Json& v, const std::string& field, size_t num_classes) {
-  if (!v.is_array() || v.size() != kOpFields) {
-    in.fail(field, "expected [op, class, phase, microbatch, module, ready_ns, start_ns, end_ns]");
+// Where each element of an op array sits: the timeline's `op_fields`, or the
+// order files without it used.
+struct OpLayout {
+  static constexpr size_t kNone = static_cast<size_t>(-1);
+  size_t width = kOpFields;
+  std::string names = "op, class, phase, microbatch, module, ready_ns, start_ns, end_ns";
+  size_t op = 0, cls = 1, phase = 2, microbatch = 3, module = 4, ready = 5, start = 6, end = 7;
+};
+
+OpLayout parse_op_layout(const Reader& in, const Json& tl) {
+  OpLayout l;
+  const auto it = tl.find("op_fields");
+  if (it == tl.end()) return l;
+  if (!it->is_array()) in.fail("timeline.op_fields", fmt::format("expected an array, found {}", it->type_name()));
+  std::map<std::string, size_t> at_index;
+  for (size_t i = 0; i < it->size(); ++i) {
+    const Json& name = (*it)[i];
+    if (!name.is_string()) in.fail(at("timeline.op_fields", i), "expected a string");
+    if (!at_index.emplace(name.get<std::string>(), i).second) {
+      in.fail(at("timeline.op_fields", i), fmt::format("\"{}\" is listed twice", name.get<std::string>()));
+    }
   }
-  int64_t f[kOpFields];
-  for (size_t i = 0; i < kOpFields; ++i) f[i] = in.to_integer(v[i], at(field, i));
+  l.width = it->size();
+  l.names.clear();
+  for (const Json& name : *it) l.names += (l.names.empty() ? "" : ", ") + name.get<std::string>();
+  const auto need = [&](const char* name) {
+    const auto f = at_index.find(name);
+    if (f == at_index.end()) {
+      in.fail("timeline.op_fields", fmt::format("no \"{}\": diff needs op, class, phase, microbatch, module, ready_ns, "
+                                                "start_ns and end_ns", name));
+    }
+    return f->second;
+  };
+  l.op = need("op");
+  l.cls = need("class");
+  l.phase = need("phase");
+  l.microbatch = need("microbatch");
+  l.module = need("module");
+  l.ready = need("ready_ns");
+  l.start = need("start_ns");
+  l.end = need("end_ns");
+  return l;
+}
+
+// A file that names its phases must name them as this lacuna does, or the
+// phase numbers would be read as the wrong phases.
+void check_phase_names(const Reader& in, const Json& tl) {
+  const auto it = tl.find("phases");
+  if (it == tl.end()) return;
+  if (!it->is_array()) in.fail("timeline.phases", fmt::format("expected an array, found {}", it->type_name()));
+  for (size_t i = 0; i < it->size(); ++i) {
+    const Json& name = (*it)[i];
+    const std::string ours = i < static_cast<size_t>(ir::Phase_ARRAYSIZE)
+                                 ? std::string(phase_key(static_cast<ir::Phase>(i)))
+                                 : std::string();
+    if (!name.is_string() || name.get<std::string>() != ours) {
+      in.fail(at("timeline.phases", i),
+              fmt::format("phase {} is {} in this file but {} in this lacuna", i, name.dump(),
+                          ours.empty() ? std::string("unknown") : "\"" + ours + "\""),
+              "diff files written by the same lacuna version");
+    }
+  }
+}
+
+DiffOp parse_op(const Reader& in, const Json& v, const std::string& field, size_t num_classes, const OpLayout& l) {
+  if (!v.is_array() || v.size() != l.width) {
+    in.fail(field, fmt::format("expected [{}]", l.names));
+  }
+  const auto get = [&](size_t i) { return in.to_integer(v[i], at(field, i)); };
   DiffOp op;
-  op.op = in.narrow(f[0], at(field, 0));
-  op.cls = in.narrow(f[1], at(field, 1));
-  op.phase = in.narrow(f[2], at(field, 2));
-  op.microbatch = in.narrow(f[3], at(field, 3));
-  op.module = in.narrow(f[4], at(field, 4));
-  op.ready_ns = f[5];
-  op.start_ns = f[6];
-  op.end_ns = f[7];
-  if (op.op < 0) in.fail(at(field, 0), fmt::format("op index {} is negative", op.op));
+  op.op = in.narrow(get(l.op), at(field, l.op));
+  op.cls = in.narrow(get(l.cls), at(field, l.cls));
+  op.phase = in.narrow(get(l.phase), at(field, l.phase));
+  op.microbatch = in.narrow(get(l.microbatch), at(field, l.microbatch));
+  op.module = in.narrow(get(l.module), at(field, l.module));
+  op.ready_ns = get(l.ready);
+  op.start_ns = get(l.start);
+  op.end_ns = get(l.end);
+  if (op.op < 0) in.fail(at(field, l.op), fmt::format("op index {} is negative", op.op));
   if (op.cls < 0 || static_cast<size_t>(op.cls) >= num_classes) {
-    in.fail(at(field, 1), fmt::format("class {} is not an index into timeline.classes ({} classes)", op.cls, num_classes));
+    in.fail(at(field, l.cls), fmt::format("class {} is not an index into timeline.classes ({} classes)", op.cls, num_classes));
   }
   if (op.start_ns < 0 || op.end_ns < op.start_ns) {
     in.fail(field, fmt::format("the op ends before it starts or starts before 0 (start {} ns, end {} ns)", op.start_ns,
@@ -131,7 +200,8 @@ DiffOp parse_op(const Reader& in, const Json& v, const std::string& field, size_
   return op;
 }
 
-DiffStream parse_stream(const Reader& in, const Json& v, const std::string& field, size_t num_classes) {
+DiffStream parse_stream(const Reader& in, const Json& v, const std::string& field, size_t num_classes,
+                        const OpLayout& layout) {
   if (!v.is_object()) in.fail(field, "expected an object");
   DiffStream s;
   s.stream = in.integer32(v, "stream", field);
@@ -140,7 +210,7 @@ DiffStream parse_stream(const Reader& in, const Json& v, const std::string& fiel
   const Json& ops = in.array(v, "ops", field);
   s.ops.reserve(ops.size());
   const std::string ops_field = field + ".ops";
-  for (size_t i = 0; i < ops.size(); ++i) s.ops.push_back(parse_op(in, ops[i], at(ops_field, i), num_classes));
+  for (size_t i = 0; i < ops.size(); ++i) s.ops.push_back(parse_op(in, ops[i], at(ops_field, i), num_classes, layout));
   return s;
 }
 
@@ -157,6 +227,8 @@ void parse_timeline(const Reader& in, const Json& doc, DiffInput& out) {
     in.fail("timeline.iterations", fmt::format("a timeline of {} iterations: lacuna diff compares one iteration", n->dump()),
             "write the prediction with `lacuna simulate --json` without --iterations (or --iterations 1)");
   }
+  const OpLayout layout = parse_op_layout(in, tl);
+  check_phase_names(in, tl);
   const Json& classes = in.array(tl, "classes", "timeline");
   for (size_t i = 0; i < classes.size(); ++i) {
     if (!classes[i].is_string()) in.fail(at("timeline.classes", i), "expected a string");
@@ -174,7 +246,7 @@ void parse_timeline(const Reader& in, const Json& doc, DiffInput& out) {
     rank.label = in.string(ranks[r], "label", field);
     const Json& streams = in.array(ranks[r], "streams", field);
     for (size_t s = 0; s < streams.size(); ++s) {
-      rank.streams.push_back(parse_stream(in, streams[s], at(field + ".streams", s), out.classes.size()));
+      rank.streams.push_back(parse_stream(in, streams[s], at(field + ".streams", s), out.classes.size(), layout));
       for (const DiffOp& op : rank.streams.back().ops) {
         busy_ns += op.end_ns - op.start_ns;  // ≤ 10^15 each: no overflow before the check
         if (busy_ns > kMaxTotalNs) {
@@ -255,6 +327,10 @@ DiffInput parse_diff_input(std::string_view json_text, const std::string& file) 
   if (!doc.is_object()) in.fail({}, fmt::format("expected a JSON object, found {}", doc.type_name()));
   DiffInput out;
   out.file = file;
+  if (const auto d = doc.find("program_digest"); d != doc.end()) {
+    if (!d->is_string()) in.fail("program_digest", fmt::format("expected a string, found {}", d->type_name()));
+    out.program_digest = d->get<std::string>();
+  }
   out.scenario = in.string(doc, "scenario", "");
   out.cost_model = doc.contains("cost_model") && doc["cost_model"].is_string() ? doc["cost_model"].get<std::string>() : "";
   out.mode = in.string(doc, "mode", "");
@@ -270,8 +346,11 @@ DiffInput parse_diff_input(std::string_view json_text, const std::string& file) 
   return out;
 }
 
-DiffInput load_diff_input(const std::string& path) {
-  return parse_diff_input(read_input_file(path, kDiffInput), path);
+DiffInput parse_diff_file(std::string_view bytes, const std::string& file) {
+  if (looks_like_span_trace(bytes)) return diff_input_from_trace(parse_span_trace(bytes, file), file);
+  return parse_diff_input(bytes, file);
 }
+
+DiffInput load_diff_input(const std::string& path) { return parse_diff_file(read_input_file(path, kDiffInput), path); }
 
 }  // namespace lacuna::report

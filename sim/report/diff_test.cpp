@@ -411,7 +411,7 @@ TEST(ParseDiffInput, ErrorsNameTheFileAndTheKey) {
     EXPECT_THAT(parse_error(d), HasSubstr("num_gpus: integer out of range"));
   }
   EXPECT_THAT(error_of([] { load_diff_input("/nonexistent/lacuna/diff.json"); }),
-              HasSubstr("/nonexistent/lacuna/diff.json: timeline JSON not found"));
+              HasSubstr("/nonexistent/lacuna/diff.json: timeline JSON or span trace not found"));
 }
 
 TEST(FormatDiff, PrintsEverySection) {

@@ -203,6 +203,7 @@ std::string summary_json(const Summary& s) {
   top["scenario"] = s.scenario_name;
   top["scenario_file"] = info.scenario_file();
   top["cost_model"] = s.cost_model;
+  if (!s.program_digest.empty()) top["program_digest"] = s.program_digest;
   top["mode"] = s.folded ? "folded" : "full";
   top["num_gpus"] = s.num_gpus;
   top["simulated_ranks"] = s.simulated_ranks;

@@ -64,6 +64,9 @@ struct VariabilitySummary {
 struct Summary {
   std::string scenario_name;
   std::string cost_model;
+  // ir::content_digest of the program that ran; set by the caller that
+  // writes a timeline (empty: the JSON leaves `program_digest` out).
+  std::string program_digest;
   ir::ProgramInfo info;
   int32_t num_gpus = 0;
   bool folded = false;

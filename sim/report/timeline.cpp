@@ -125,8 +125,16 @@ void TimelineRecorder::on_run_end(TimeNs /*end*/) {
 std::string timeline_json(const Timeline& timeline) {
   using Json = nlohmann::ordered_json;
   const bool several = timeline.iterations > 1;
+  // The ops stay compact arrays; `op_fields` names their elements and
+  // `phases` the phase numbers, so the file describes itself (and `diff`
+  // reads elements by name).
+  Json fields = Json::array({"op", "class", "phase", "microbatch", "module", "ready_ns", "start_ns", "end_ns"});
+  if (several) fields.push_back("iteration");
+  Json phases = Json::array();
+  for (int p = 0; p < ir::Phase_ARRAYSIZE; ++p) phases.push_back(std::string(phase_key(static_cast<ir::Phase>(p))));
   std::string out = "{\"selection\":" + Json(timeline.selection).dump() +
                     (several ? ",\"iterations\":" + std::to_string(timeline.iterations) : std::string()) +
+                    ",\"op_fields\":" + fields.dump() + ",\"phases\":" + phases.dump() +
                     ",\"classes\":" + Json(timeline.classes).dump() + ",\"ranks\":[";
   for (size_t i = 0; i < timeline.ranks.size(); ++i) {
     const TimelineRank& r = timeline.ranks[i];

@@ -19,11 +19,13 @@
 #include "runtime/observe.h"
 #include "runtime/replay.h"
 #include "sim/core/error.h"
+#include "sim/core/input_file.h"
 #include "sim/engine/simulator.h"
 #include "sim/report/bubble_accounting.h"
 #include "sim/report/comm_accounting.h"
 #include "sim/report/format.h"
 #include "sim/report/rank_spec.h"
+#include "sim/report/span_trace.h"
 #include "sim/report/summary.h"
 #include "sim/report/terminal_report.h"
 #include "tools/cli/output_checks.h"
@@ -46,6 +48,7 @@ struct ExecuteCliOptions {
   int warmup = 1;
   double timeout_s = 60;
   bool replay = false;
+  std::string replay_from;  // a saved prediction (simulate --spans)
   int compute_slots = -1;  // -1: the CPU backend's default, the hardware threads
   uint64_t seed = 1;
   int64_t scale_down = 1;
@@ -66,6 +69,17 @@ runtime::ReplayTimes predict_for_replay(const ir::Program& program, const cost::
   sim.add_observer(&recorder);
   (void)sim.run();
   return times;
+}
+
+// The same from a prediction saved by `lacuna simulate --spans FILE`.
+runtime::ReplayTimes load_replay_prediction(const ir::Program& program, const std::string& path,
+                                            const std::vector<int>& ranks) {
+  const std::string bytes = read_input_file(path, kSpanTraceInput);
+  if (!report::looks_like_span_trace(bytes)) {
+    throw Error(SourceLocation{path, 0, 0, "--replay-from"}, "a JSON file: --replay-from reads a span trace",
+                "save the prediction with `lacuna simulate INPUT --spans FILE`");
+  }
+  return runtime::replay_times_from_trace(program, report::parse_span_trace(bytes, path), ranks, path);
 }
 
 // The measured iteration the outputs describe: the median by wall time of
@@ -108,7 +122,8 @@ int run_execute(const ExecuteCliOptions& o) {
 
   // The same program `lacuna simulate INPUT` with these options simulates:
   // placements plan with the same (calibrated or analytic) cost model.
-  const std::vector<NamedPath> inputs = {{"INPUT", o.input}, {"--calibration", o.calibration.profile}};
+  const std::vector<NamedPath> inputs = {
+      {"INPUT", o.input}, {"--calibration", o.calibration.profile}, {"--replay-from", o.replay_from}};
   check_outputs(explicit_outputs(o.outputs), inputs);  // before the load and compile
   const SimulationInput input = load_simulation_input(o.input, o.calibration, o.scale_down);
   const ir::Program& program = input.program;
@@ -127,11 +142,15 @@ int run_execute(const ExecuteCliOptions& o) {
   const std::string device = backend->device_description();
 
   std::optional<runtime::ReplayTimes> replay;
-  if (o.replay) replay = predict_for_replay(program, *input.cost, o.network, ranks);
+  if (!o.replay_from.empty()) {
+    replay = load_replay_prediction(program, o.replay_from, ranks);
+  } else if (o.replay) {
+    replay = predict_for_replay(program, *input.cost, o.network, ranks);
+  }
 
   // Under mpirun only world rank 0 writes outputs (it gathers every rank's spans).
   const bool primary = backend->primary_process();
-  RunOutputs outputs(program, o.outputs, file_stem_for(program.info().scenario_name(), o.input), ".measured",
+  RunOutputs outputs(program, o.outputs, file_stem_for(program.info().scenario_name(), o.input), ".measured", trace::MEASUREMENT,
                      primary, {}, inputs);
 
   runtime::ExecuteOptions eo;
@@ -223,6 +242,9 @@ void add_execute_command(CLI::App& app, Action& action) {
       ->capture_default_str();
   sub->add_flag("--replay", o->replay,
                 "emulate the ranks not executed from a simulation of the same program (docs/executor.md#replay)");
+  sub->add_option("--replay-from", o->replay_from,
+                  "replay (--replay) from a prediction saved by `lacuna simulate --spans FILE` instead of simulating "
+                  "again; it must be of this program and trace the executed ranks");
   sub->add_option("--compute-slots", o->compute_slots,
                   "cpu backend: at most N compute kernels at once (default: the hardware threads; 0: no limit); "
                   "a kernel waiting for a core shows as idle time, not kernel time")

@@ -72,7 +72,7 @@ int run_simulate(const SimulateOptions& o) {
   std::optional<report::CalibrationCoverage> coverage;
   if (const auto* calibrated = input.calibrated()) coverage = coverage_section(*calibrated, program);
   const std::string stem = file_stem_for(program.info().scenario_name(), o.input);
-  RunOutputs outputs(program, o.outputs, stem, "", true, heatmap, inputs);
+  RunOutputs outputs(program, o.outputs, stem, "", trace::PREDICTION, true, heatmap, inputs);
   CriticalPathOutputs critical(program, o.critical_path);
 
   // Variability (docs/variability.md): per-rank speed and per-op draws as

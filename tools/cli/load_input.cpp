@@ -6,6 +6,7 @@
 
 #include "sim/core/error.h"
 #include "sim/core/input_file.h"
+#include "sim/core/quiet_protobuf.h"
 #include "sim/engine/simulator.h"
 #include "sim/ir/digest.h"
 #include "sim/ir/validate.h"
@@ -37,6 +38,7 @@ ir::Program load_program_input(const std::string& path, const cost::CostModel* p
     reject_scale_down_of_program(path, scale_down);
     const std::string bytes = read_input_file(path, kProgramInput);
     ir::Program program;
+    const QuietProtobuf quiet;
     if (!program.ParseFromString(bytes)) {
       throw Error(SourceLocation{path, 0, 0, {}}, "not a lacuna program (binary ir::Program)",
                   "write one with `lacuna compile SCENARIO -o FILE.pb`, or pass the scenario itself");

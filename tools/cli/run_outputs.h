@@ -17,6 +17,7 @@
 #include "sim/core/output_path.h"
 #include "sim/engine/observer.h"
 #include "sim/proto/program.pb.h"
+#include "sim/proto/trace.pb.h"
 #include "sim/report/pipeline_svg.h"
 #include "sim/report/rank_spec.h"
 #include "sim/report/summary.h"
@@ -29,13 +30,14 @@ struct OutputOptions {
   std::string json;
   std::string trace;
   std::string svg;
+  std::string spans;  // the span trace (trace.proto)
   std::string trace_ranks = "pipeline";
   std::string out_dir = "lacuna-out";
   bool no_trace = false;
   bool no_svg = false;
 };
 
-// --json, --trace, --svg, --trace-ranks, --out-dir, --no-trace, --no-svg.
+// --json, --trace, --svg, --spans, --trace-ranks, --out-dir, --no-trace, --no-svg.
 // `suffix` names the default files: DIR/<scenario><suffix>.trace.json and
 // DIR/<scenario><suffix>.svg ("" for simulate, ".measured" for execute).
 void add_output_options(CLI::App* sub, OutputOptions& options, std::string_view suffix);
@@ -51,8 +53,10 @@ class RunOutputs {
   // file under a temporary name. `enabled` false writes nothing at all.
   // Every output path (these, defaults included, and `other_outputs`) is
   // checked against the others and against `inputs` first (check_outputs).
+  // `origin` tags the span trace: a prediction (simulate) or a measurement
+  // (execute).
   RunOutputs(const ir::Program& program, const OutputOptions& options, const std::string& stem,
-             std::string_view suffix, bool enabled = true, const std::vector<NamedPath>& other_outputs = {},
+             std::string_view suffix, trace::Origin origin, bool enabled = true, const std::vector<NamedPath>& other_outputs = {},
              const std::vector<NamedPath>& inputs = {});
 
   const report::RankSpec& spec() const { return spec_; }
@@ -61,20 +65,23 @@ class RunOutputs {
   // Null without a trace; the flow network draws link counters through it.
   report::TraceWriter* trace() { return trace_ ? &*trace_ : nullptr; }
 
-  // After the run: the summary gains the timeline (when JSON is written), the
-  // SVG and JSON are written, and every file is renamed into place.
+  // After the run: the summary gains the program's digest and the timeline
+  // (when JSON or spans are written), the SVG, JSON and span trace are
+  // written, and every file is renamed into place.
   void commit(report::Summary& summary);
   // "\n  trace  PATH  (N ranks; …)\n  svg    …\n  json   …\n", or "" when
   // nothing was written.
   std::string describe() const;
 
  private:
+  const ir::Program* program_ = nullptr;
+  trace::Origin origin_ = trace::ORIGIN_UNSPECIFIED;
   report::RankSpec spec_;
-  std::string trace_path_, svg_path_, json_path_;
+  std::string trace_path_, svg_path_, json_path_, spans_path_;
   std::optional<report::TraceWriter> trace_;
   std::optional<report::PipelineSvg> svg_;
   std::optional<report::TimelineRecorder> timeline_;
-  std::optional<AtomicFile> svg_file_, json_file_;
+  std::optional<AtomicFile> svg_file_, json_file_, spans_file_;
 };
 
 }  // namespace lacuna::cli
