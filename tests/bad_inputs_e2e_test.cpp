@@ -18,8 +18,8 @@
 #include "sim/core/error.h"
 #include "sim/ir/digest.h"
 #include "sim/proto/program.pb.h"
+#include "sim/run/program_input.h"
 #include "tests/cli_test_util.h"
-#include "tools/cli/load_input.h"
 
 namespace lacuna::testing {
 namespace {
@@ -125,7 +125,7 @@ TEST(BadInputsE2E, NoByteFlipOfACompiledProgramLoadsAsAnotherProgram) {
   const auto c = run_lacuna("compile " + kTiny + " -o " + pb);
   ASSERT_EQ(c.exit_code, 0) << c.output;
   const std::string original = read_file(pb);
-  const ir::Program reference = cli::load_program_input(pb, nullptr, 1);
+  const ir::Program reference = run::load_program_input(pb, nullptr, 1);
   std::string reference_bytes;
   ASSERT_TRUE(ir::serialize_deterministically(reference, &reference_bytes));
 
@@ -137,7 +137,7 @@ TEST(BadInputsE2E, NoByteFlipOfACompiledProgramLoadsAsAnotherProgram) {
     bytes[at] = static_cast<char>(bytes[at] ^ (1 << std::uniform_int_distribution<int>(0, 7)(rng)));
     write(pb, bytes);
     try {
-      const ir::Program loaded = cli::load_program_input(pb, nullptr, 1);
+      const ir::Program loaded = run::load_program_input(pb, nullptr, 1);
       std::string loaded_bytes;
       ASSERT_TRUE(ir::serialize_deterministically(loaded, &loaded_bytes));
       EXPECT_EQ(loaded_bytes, reference_bytes) << "flip at byte " << at << " loaded as another program";

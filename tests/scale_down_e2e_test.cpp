@@ -9,8 +9,8 @@
 #include "sim/calibration/profile_io.h"
 #include "sim/core/error.h"
 #include "sim/proto/program.pb.h"
+#include "sim/run/program_input.h"
 #include "tests/cli_test_util.h"
-#include "tools/cli/load_input.h"
 #include "tools/cli/scenario_shapes.h"
 
 namespace lacuna::testing {
@@ -79,7 +79,7 @@ TEST(ScaleDownE2E, CompiledProgramInputCannotBeScaled) {
   TempDir dir("scale-pb");
   ASSERT_EQ(run_lacuna("compile " + kTiny + " -o " + (dir / "p.pb")).exit_code, 0);
   try {
-    cli::load_program_input(dir / "p.pb", nullptr, 2);
+    run::load_program_input(dir / "p.pb", nullptr, 2);
     FAIL() << "no error";
   } catch (const Error& e) {
     EXPECT_EQ(e.where().file, dir / "p.pb");
@@ -87,9 +87,9 @@ TEST(ScaleDownE2E, CompiledProgramInputCannotBeScaled) {
     EXPECT_NE(e.fix().find("lacuna compile --scale-down 2"), std::string::npos) << e.what();
   }
   // Factor 1 is no scaling: the program loads.
-  EXPECT_EQ(cli::load_program_input(dir / "p.pb", nullptr, 1).ranks_size(), 8);
+  EXPECT_EQ(run::load_program_input(dir / "p.pb", nullptr, 1).ranks_size(), 8);
   // A scenario input is scaled.
-  EXPECT_EQ(cli::load_program_input(kTiny, nullptr, 4).info().scale_down(), 4);
+  EXPECT_EQ(run::load_program_input(kTiny, nullptr, 4).info().scale_down(), 4);
 }
 
 TEST(ScaleDownE2E, CompareRunsTheScaledScenario) {

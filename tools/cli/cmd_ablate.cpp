@@ -22,11 +22,12 @@
 #include "sim/placement/compile.h"
 #include "sim/report/bubble_accounting.h"
 #include "sim/report/summary.h"
+#include "sim/run/lazy_cost_model.h"
+#include "sim/run/single_run.h"
 #include "sim/scenario/execution.h"
-#include "tools/cli/output_checks.h"
 #include "tools/cli/commands.h"
-#include "tools/cli/lazy_cost_model.h"
 #include "tools/cli/network_option.h"
+#include "tools/cli/output_checks.h"
 
 namespace lacuna::cli {
 namespace {
@@ -145,13 +146,8 @@ struct Outcome {
 Outcome run_one(const scenario::LoadedScenario& loaded, NetworkMode mode, bool fold) {
   Outcome out;
   const ir::Program program = placement::compile(loaded);
-  const LazyAnalyticCostModel cost(program.cluster(), program.info().precision());
-  const NetworkSetup network(program, mode);
-  engine::Simulator sim(program, cost, network.apply(engine::SimulationOptions{.fold = fold}));
-  report::BubbleAccounting accounting;
-  sim.add_observer(&accounting);
-  sim.run();
-  const report::Summary summary = report::summarize(program, accounting, network.describe(cost), fold);
+  const run::LazyAnalyticCostModel cost(program.cluster(), program.info().precision());
+  const report::Summary summary = run::simulate_and_summarize(program, cost, mode, fold).summary;
   out.seconds = summary.iteration_time.seconds();
   out.mfu = summary.mfu;
   for (int b = 0; b < report::kNumBubbles; ++b) out.bubbles_ns[static_cast<size_t>(b)] = summary.bubbles[static_cast<size_t>(b)].median;

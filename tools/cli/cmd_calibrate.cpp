@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "calib/calibrate.h"
-#include "tools/cli/output_checks.h"
 #include "tools/cli/commands.h"
+#include "tools/cli/output_checks.h"
 #include "tools/cli/scale_down_option.h"
 #include "tools/cli/scenario_shapes.h"
 

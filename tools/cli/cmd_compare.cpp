@@ -26,13 +26,14 @@
 #include "sim/report/pipeline_svg.h"
 #include "sim/report/rank_spec.h"
 #include "sim/report/summary.h"
+#include "sim/run/program_input.h"
+#include "sim/run/single_run.h"
 #include "sim/scenario/edits.h"
 #include "sim/scenario/scenario.h"
-#include "tools/cli/output_checks.h"
 #include "tools/cli/calibration_option.h"
 #include "tools/cli/commands.h"
-#include "tools/cli/load_input.h"
 #include "tools/cli/network_option.h"
+#include "tools/cli/output_checks.h"
 #include "tools/cli/scale_down_option.h"
 #include "tools/cli/variability_option.h"
 
@@ -68,20 +69,16 @@ struct Run {
 Run simulate(const ir::Program& program, const cost::CostModel* calibrated, bool fold, NetworkMode mode,
              std::optional<int32_t> rank) {
   const std::unique_ptr<cost::CostModel> analytic =
-      calibrated != nullptr ? nullptr : make_cost_model({}, program.cluster(), program.info().precision());
+      calibrated != nullptr ? nullptr : run::make_cost_model({}, program.cluster(), program.info().precision());
   const cost::CostModel& cost = calibrated != nullptr ? *calibrated : *analytic;
-  const NetworkSetup network(program, mode);
-  engine::Simulator sim(program, cost, network.apply(engine::SimulationOptions{.fold = fold}));
-  report::BubbleAccounting accounting;
-  sim.add_observer(&accounting);
   std::optional<report::PipelineSvg> svg;
+  std::vector<engine::Observer*> observers;
   if (rank) {
     svg.emplace(program, report::parse_rank_spec(std::to_string(*rank)));
-    sim.add_observer(&*svg);
+    observers.push_back(&*svg);
   }
-  sim.run();
-  const std::string described = network.describe(cost);
-  Run run{report::summarize(program, accounting, described, fold), std::nullopt, described};
+  run::SummarizedRun simulated = run::simulate_and_summarize(program, cost, mode, fold, observers);
+  Run run{std::move(simulated.summary), std::nullopt, simulated.run.models};
   if (svg) {
     std::vector<report::TimelineRow> rows = svg->rows();
     if (!rows.empty()) run.row = std::move(rows.front());
@@ -158,7 +155,7 @@ int run_compare(const CompareOptions& o) {
   // is read and the device checked now).
   const std::unique_ptr<cost::CostModel> calibrated =
       o.calibration.enabled()
-          ? make_cost_model(o.calibration, loaded.spec.cluster(), loaded.spec.training().precision(), o.scenario)
+          ? run::make_cost_model(o.calibration, loaded.spec.cluster(), loaded.spec.training().precision(), o.scenario)
           : nullptr;
 
   if (!o.no_svg && o.rank >= scenario::num_gpus(loaded.spec)) {
@@ -168,7 +165,7 @@ int run_compare(const CompareOptions& o) {
                             scenario::num_gpus(loaded.spec)));
   }
 
-  const std::string stem = file_stem_for(loaded.spec.name(), o.scenario);
+  const std::string stem = run::file_stem_for(loaded.spec.name(), o.scenario);
   const std::string svg_path = o.no_svg ? std::string() : (!o.svg.empty() ? o.svg : o.out_dir + "/" + stem + ".compare.svg");
   if (!o.no_svg && o.svg.empty()) {
     std::error_code ec;

@@ -12,10 +12,10 @@
 #include "sim/placement/compile.h"
 #include "sim/report/format.h"
 #include "sim/report/names.h"
+#include "sim/run/program_input.h"
 #include "sim/scenario/scenario.h"
-#include "tools/cli/output_checks.h"
 #include "tools/cli/commands.h"
-#include "tools/cli/load_input.h"
+#include "tools/cli/output_checks.h"
 #include "tools/cli/scale_down_option.h"
 
 namespace lacuna::cli {
@@ -53,7 +53,7 @@ int run_compile(const CompileOptions& o) {
   ir::Program program = placement::compile(loaded);
   // The resolved variability travels with the program (docs/variability.md),
   // so that `simulate FILE.pb` runs the cluster the scenario describes.
-  attach_variability(program, loaded);
+  run::attach_variability(program, loaded);
   ir::stamp_content_digest(program);
   std::string bytes;
   if (o.text) {

@@ -14,8 +14,8 @@
 #include "sim/report/diff.h"
 #include "sim/report/diff_format.h"
 #include "sim/report/diff_svg.h"
-#include "tools/cli/output_checks.h"
 #include "tools/cli/commands.h"
+#include "tools/cli/output_checks.h"
 
 namespace lacuna::cli {
 

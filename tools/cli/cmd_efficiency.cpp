@@ -8,13 +8,13 @@
 
 #include <fmt/format.h>
 
+#include "sim/core/atomic_file.h"
 #include "sim/core/error.h"
 #include "sim/scenario/scenario.h"
-#include "sim/core/atomic_file.h"
-#include "tools/cli/output_checks.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/efficiency_svg.h"
 #include "tools/cli/efficiency_table.h"
+#include "tools/cli/output_checks.h"
 
 namespace lacuna::cli {
 namespace {

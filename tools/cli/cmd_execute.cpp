@@ -28,11 +28,12 @@
 #include "sim/report/span_trace.h"
 #include "sim/report/summary.h"
 #include "sim/report/terminal_report.h"
-#include "tools/cli/output_checks.h"
+#include "sim/run/program_input.h"
+#include "sim/run/single_run.h"
 #include "tools/cli/calibration_option.h"
 #include "tools/cli/commands.h"
-#include "tools/cli/load_input.h"
 #include "tools/cli/network_option.h"
+#include "tools/cli/output_checks.h"
 #include "tools/cli/run_outputs.h"
 #include "tools/cli/scale_down_option.h"
 
@@ -63,11 +64,9 @@ struct ExecuteCliOptions {
 runtime::ReplayTimes predict_for_replay(const ir::Program& program, const cost::CostModel& cost, NetworkMode mode,
                                         const std::vector<int>& ranks) {
   runtime::ReplayTimes times;
-  NetworkSetup network(program, mode);
-  engine::Simulator sim(program, cost, network.apply(engine::SimulationOptions{}));
   runtime::ReplayRecorder recorder(times, ranks);
-  sim.add_observer(&recorder);
-  (void)sim.run();
+  engine::Observer* observers[] = {&recorder};
+  (void)run::simulate(program, cost, mode, engine::SimulationOptions{}, observers);
   return times;
 }
 
@@ -125,7 +124,7 @@ int run_execute(const ExecuteCliOptions& o) {
   const std::vector<NamedPath> inputs = {
       {"INPUT", o.input}, {"--calibration", o.calibration.profile}, {"--replay-from", o.replay_from}};
   check_outputs(explicit_outputs(o.outputs), inputs);  // before the load and compile
-  const SimulationInput input = load_simulation_input(o.input, o.calibration, o.scale_down);
+  const run::SimulationInput input = run::load_simulation_input(o.input, o.calibration, o.scale_down);
   const ir::Program& program = input.program;
   // The selection grammar is --trace-ranks's; an error names this option.
   std::vector<int> ranks;
@@ -150,7 +149,7 @@ int run_execute(const ExecuteCliOptions& o) {
 
   // Under mpirun only world rank 0 writes outputs (it gathers every rank's spans).
   const bool primary = backend->primary_process();
-  RunOutputs outputs(program, o.outputs, file_stem_for(program.info().scenario_name(), o.input), ".measured", trace::MEASUREMENT,
+  RunOutputs outputs(program, o.outputs, run::file_stem_for(program.info().scenario_name(), o.input), ".measured", trace::MEASUREMENT,
                      primary, {}, inputs);
 
   runtime::ExecuteOptions eo;

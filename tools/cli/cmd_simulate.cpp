@@ -17,12 +17,14 @@
 #include "sim/report/memory_warning.h"
 #include "sim/report/summary.h"
 #include "sim/report/terminal_report.h"
-#include "tools/cli/output_checks.h"
+#include "sim/run/program_input.h"
+#include "sim/run/single_run.h"
+#include "sim/run/variability_setup.h"
 #include "tools/cli/calibration_option.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/critical_path_option.h"
-#include "tools/cli/load_input.h"
 #include "tools/cli/network_option.h"
+#include "tools/cli/output_checks.h"
 #include "tools/cli/run_outputs.h"
 #include "tools/cli/sampling_option.h"
 #include "tools/cli/scale_down_option.h"
@@ -64,14 +66,14 @@ int run_simulate(const SimulateOptions& o) {
     given.insert(given.end(), heatmap.begin(), heatmap.end());
     check_outputs(given, inputs);
   }
-  const SimulationInput input = load_simulation_input(o.input, o.calibration, o.scale_down, o.edits);
+  const run::SimulationInput input = run::load_simulation_input(o.input, o.calibration, o.scale_down, o.edits);
   const ir::Program& program = input.program;
   const cost::CostModel& cost = *input.cost;
   // Coverage walks the program's kernels before the run: a kernel class the
   // profile lacks fails here, before any output file is opened.
   std::optional<report::CalibrationCoverage> coverage;
-  if (const auto* calibrated = input.calibrated()) coverage = coverage_section(*calibrated, program);
-  const std::string stem = file_stem_for(program.info().scenario_name(), o.input);
+  if (const auto* calibrated = input.calibrated()) coverage = run::coverage_section(*calibrated, program);
+  const std::string stem = run::file_stem_for(program.info().scenario_name(), o.input);
   RunOutputs outputs(program, o.outputs, stem, "", trace::PREDICTION, true, heatmap, inputs);
   CriticalPathOutputs critical(program, o.critical_path);
 
@@ -83,8 +85,8 @@ int run_simulate(const SimulateOptions& o) {
       o.edits.seed >= 0 ? static_cast<uint64_t>(o.edits.seed) : static_cast<uint64_t>(program.variability().seed());
   SamplingOptions sampling = o.sampling;
   sampling.seed = seed;
-  const auto perturbation = make_perturbation(program, o.fold);
-  NetworkSetup network(program, o.network, /*with_variability=*/true);
+  const auto perturbation = run::make_perturbation(program, o.fold);
+  run::NetworkSetup network(program, o.network, /*with_variability=*/true);
   const engine::SimulationOptions base{.fold = o.fold,
                                        .compute_slots = o.compute_slots,
                                        .iterations = o.sampling.iterations,
@@ -110,26 +112,23 @@ int run_simulate(const SimulateOptions& o) {
   };
   std::optional<report::MonteCarlo> monte_carlo;
   if (sampling.samples > 0) {
-    monte_carlo = run_monte_carlo(program, cost, o.network, base, sampling, observed, events);
+    monte_carlo = run::run_monte_carlo(program, cost, o.network, base, sampling, observed, events);
   } else {
     observed();
   }
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
   report::Summary summary = report::summarize(program, accounting, network.describe(cost), o.fold);
-  summary.comm = report::summarize_comm(comm);
-  summary.links = network.flow() != nullptr
-                      ? report::summarize_links(network.flow()->links(), network.flow()->link_stats(result.end_time))
-                      : report::analytic_links();
+  run::add_network_sections(summary, comm, network, result.end_time);
   summary.calibration = std::move(coverage);
   // The sensitivity re-runs keep the run's draws (same perturbation, same
   // link variation): only the cost model changes.
   critical.finish(summary, report::select_ranks(outputs.spec(), program), cost, [&](const cost::CostModel& scaled) {
-    NetworkSetup again(program, o.network, /*with_variability=*/true);
+    run::NetworkSetup again(program, o.network, /*with_variability=*/true);
     return engine::Simulator(program, scaled, again.apply(base)).run().end_time;
   });
   summary.monte_carlo = std::move(monte_carlo);
-  summary.variability = variability_summary(program, perturbation.get(),
+  summary.variability = run::variability_summary(program, perturbation.get(),
                                             network.flow() != nullptr ? network.flow()->flaps_started() : 0);
   // A rank over HBM is not a valid result (docs/memory-model.md#feasibility):
   // the warning goes before and after the table and to stderr; with

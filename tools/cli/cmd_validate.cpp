@@ -32,11 +32,12 @@
 #include "sim/core/error.h"
 #include "sim/engine/simulator.h"
 #include "sim/placement/compile.h"
+#include "sim/run/lazy_cost_model.h"
+#include "sim/run/single_run.h"
 #include "sim/scenario/scenario.h"
-#include "tools/cli/output_checks.h"
 #include "tools/cli/commands.h"
-#include "tools/cli/lazy_cost_model.h"
 #include "tools/cli/network_option.h"
+#include "tools/cli/output_checks.h"
 
 namespace lacuna::cli {
 
@@ -95,11 +96,9 @@ struct Simulated {
 };
 
 Simulated simulate(const ir::Program& program, NetworkMode mode, bool fold) {
-  const LazyAnalyticCostModel cost(program.cluster(), program.info().precision());
-  const NetworkSetup network(program, mode);
-  engine::Simulator sim(program, cost, network.apply(engine::SimulationOptions{.fold = fold}));
-  const engine::SimulationResult result = sim.run();
-  return {result.end_time.seconds(), network.describe(cost)};
+  const run::LazyAnalyticCostModel cost(program.cluster(), program.info().precision());
+  const run::SimulatedRun r = run::simulate(program, cost, mode, engine::SimulationOptions{.fold = fold});
+  return {r.result.end_time.seconds(), r.models};
 }
 
 // ---------------------------------------------------------------- collectives

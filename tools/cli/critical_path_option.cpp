@@ -1,5 +1,5 @@
-#include "tools/cli/output_checks.h"
 #include "tools/cli/critical_path_option.h"
+#include "tools/cli/output_checks.h"
 
 #include <algorithm>
 

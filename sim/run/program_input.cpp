@@ -1,4 +1,4 @@
-#include "tools/cli/load_input.h"
+#include "sim/run/program_input.h"
 
 #include <filesystem>
 
@@ -14,7 +14,7 @@
 #include "sim/scenario/scenario.h"
 #include "sim/scenario/variability.h"
 
-namespace lacuna::cli {
+namespace lacuna::run {
 
 bool is_program_file(const std::string& path) { return std::filesystem::path(path).extension() == ".pb"; }
 
@@ -96,4 +96,4 @@ std::string file_stem_for(const std::string& scenario_name, const std::string& i
   return name;
 }
 
-}  // namespace lacuna::cli
+}  // namespace lacuna::run

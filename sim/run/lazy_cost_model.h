@@ -9,7 +9,7 @@
 
 #include "sim/cost/cost_model.h"
 
-namespace lacuna::cli {
+namespace lacuna::run {
 
 class LazyAnalyticCostModel : public cost::CostModel {
  public:
@@ -32,4 +32,4 @@ class LazyAnalyticCostModel : public cost::CostModel {
   mutable std::unique_ptr<cost::CostModel> model_;
 };
 
-}  // namespace lacuna::cli
+}  // namespace lacuna::run

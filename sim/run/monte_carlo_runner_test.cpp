@@ -1,8 +1,8 @@
-// The Monte Carlo plug-in point (tools/cli/sampling_option.h): a SampleRunner
+// The Monte Carlo plug-in point (sim/run/monte_carlo_runner.h): a SampleRunner
 // receives (i, S + i) for i = 1..K-1, sample 0 is the observed run, the result
 // is the same for any thread count, and without randomness nothing but the
 // observed run happens.
-#include "tools/cli/sampling_option.h"
+#include "sim/run/monte_carlo_runner.h"
 
 #include <gtest/gtest.h>
 
@@ -13,7 +13,7 @@
 
 #include "sim/engine/pipeline_program.h"
 
-namespace lacuna::cli {
+namespace lacuna::run {
 namespace {
 
 using engine::testing::ClosedFormCost;
@@ -45,12 +45,12 @@ report::SampleOutcome jittered(const ir::Program& base, const ClosedFormCost& co
   return {seed, res.iteration_ends};
 }
 
-TEST(SamplingOptions, RunnerGetsSeedPlusIndexAndResultsDoNotDependOnThreads) {
+TEST(MonteCarloRunner, RunnerGetsSeedPlusIndexAndResultsDoNotDependOnThreads) {
   const ir::Program p = program();
   const ClosedFormCost cost;
   std::string first;
   for (int jobs : {1, 2, 4}) {
-    SamplingOptions o{.iterations = 2, .samples = 9, .seed = 100, .jobs = jobs};
+    SamplingPlan o{.iterations = 2, .samples = 9, .seed = 100, .jobs = jobs};
     std::atomic<int> observed_calls{0};
     std::mutex m;
     std::set<std::pair<size_t, uint64_t>> calls;
@@ -89,10 +89,10 @@ TEST(SamplingOptions, RunnerGetsSeedPlusIndexAndResultsDoNotDependOnThreads) {
   }
 }
 
-TEST(SamplingOptions, WithoutRandomnessOnlyTheObservedRunHappens) {
+TEST(MonteCarloRunner, WithoutRandomnessOnlyTheObservedRunHappens) {
   const ir::Program p = program();
   const ClosedFormCost cost;
-  SamplingOptions o{.iterations = 2, .samples = 6, .seed = 3, .jobs = 2};
+  SamplingPlan o{.iterations = 2, .samples = 6, .seed = 3, .jobs = 2};
   int observed_calls = 0;
   uint64_t events = 0;
   const report::MonteCarlo mc = run_monte_carlo(
@@ -115,7 +115,7 @@ TEST(SamplingOptions, WithoutRandomnessOnlyTheObservedRunHappens) {
   EXPECT_EQ(mc.iteration_time.stddev, 0.0);
 }
 
-TEST(SamplingOptions, BareRunnerIsTheSimulationWithTheSamplesSeed) {
+TEST(MonteCarloRunner, BareRunnerIsTheSimulationWithTheSamplesSeed) {
   const ir::Program p = program();
   const ClosedFormCost cost;
   const engine::SimulationOptions base{.iterations = 3, .seed = 1};
@@ -130,4 +130,4 @@ TEST(SamplingOptions, BareRunnerIsTheSimulationWithTheSamplesSeed) {
 }
 
 }  // namespace
-}  // namespace lacuna::cli
+}  // namespace lacuna::run

@@ -1,6 +1,6 @@
-#include "tools/cli/lazy_cost_model.h"
+#include "sim/run/lazy_cost_model.h"
 
-namespace lacuna::cli {
+namespace lacuna::run {
 
 const cost::CostModel& LazyAnalyticCostModel::model() const {
   // A failed build leaves model_ null, so a second question raises the error again.
@@ -17,4 +17,4 @@ std::string_view LazyAnalyticCostModel::name() const {
   }
 }
 
-}  // namespace lacuna::cli
+}  // namespace lacuna::run

@@ -1,4 +1,4 @@
-// What `lacuna simulate` accepts: a scenario (compiled here) or a program
+// The input of one run (sim/run/): a scenario (compiled here) or a program
 // written by `lacuna compile`.
 #pragma once
 
@@ -10,7 +10,7 @@
 #include "sim/scenario/edits.h"
 #include "sim/scenario/scenario.h"
 
-namespace lacuna::cli {
+namespace lacuna::run {
 
 // .pb: a binary ir::Program, validated with ir::validate_program after its content digest is checked.
 // Anything else: a scenario file (.pbtxt, .textproto, .json), loaded and
@@ -49,4 +49,4 @@ bool is_program_file(const std::string& path);
 // A file-name-safe version of a scenario name ("gpt3 175b/x" → "gpt3_175b_x").
 std::string file_stem_for(const std::string& scenario_name, const std::string& input_path);
 
-}  // namespace lacuna::cli
+}  // namespace lacuna::run
