@@ -1,7 +1,6 @@
 // `lacuna simulate INPUT`: one iteration (or --iterations N), the summary
 // table, and (after the run succeeded) the trace, the SVG and optionally the
 // JSON summary; --samples K adds Monte Carlo statistics (sampling_option.h).
-#include <chrono>
 #include <cstdio>
 #include <memory>
 #include <optional>
@@ -10,16 +9,11 @@
 #include <fmt/format.h>
 
 #include "sim/core/error.h"
-#include "sim/engine/simulator.h"
-#include "sim/report/bubble_accounting.h"
-#include "sim/report/comm_accounting.h"
-#include "sim/report/link_summary.h"
 #include "sim/report/memory_warning.h"
 #include "sim/report/summary.h"
 #include "sim/report/terminal_report.h"
 #include "sim/run/program_input.h"
-#include "sim/run/single_run.h"
-#include "sim/run/variability_setup.h"
+#include "sim/run/simulation_run.h"
 #include "tools/cli/calibration_option.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/critical_path_option.h"
@@ -77,59 +71,22 @@ int run_simulate(const SimulateOptions& o) {
   RunOutputs outputs(program, o.outputs, stem, "", trace::PREDICTION, true, heatmap, inputs);
   CriticalPathOutputs critical(program, o.critical_path);
 
-  // Variability (docs/variability.md): per-rank speed and per-op draws as
-  // the engine's perturbation, links in the flow network. The run's seed is
-  // the variability's (the scenario's, or --seed); Monte Carlo sample i
-  // re-draws with seed S + i.
-  const uint64_t seed =
-      o.edits.seed >= 0 ? static_cast<uint64_t>(o.edits.seed) : static_cast<uint64_t>(program.variability().seed());
-  SamplingOptions sampling = o.sampling;
-  sampling.seed = seed;
-  const auto perturbation = run::make_perturbation(program, o.fold);
-  run::NetworkSetup network(program, o.network, /*with_variability=*/true);
-  const engine::SimulationOptions base{.fold = o.fold,
-                                       .compute_slots = o.compute_slots,
-                                       .iterations = o.sampling.iterations,
-                                       .seed = seed,
-                                       .perturbation = perturbation.get()};
-  engine::Simulator sim(program, cost, network.apply(base));
-  report::BubbleAccounting accounting;
-  sim.add_observer(&accounting);
-  report::CommAccounting comm;
-  sim.add_observer(&comm);
-  for (engine::Observer* observer : critical.observers()) sim.add_observer(observer);  // before the trace
+  // Variability, network, accounting and samples: sim/run/simulation_run.h.
+  run::SimulationRun simulation(program, cost,
+                                {.fold = o.fold,
+                                 .compute_slots = o.compute_slots,
+                                 .network = o.network,
+                                 .sampling = o.sampling,
+                                 .seed_override = o.edits.seed});
+  for (engine::Observer* observer : critical.observers()) simulation.add_observer(observer);  // before the trace
   critical.attach_trace(outputs.trace());
-  for (engine::Observer* observer : outputs.observers()) sim.add_observer(observer);
-  if (outputs.trace() != nullptr) network.add_link_observer(outputs.trace()->link_observer());
+  for (engine::Observer* observer : outputs.observers()) simulation.add_observer(observer);
+  if (outputs.trace() != nullptr) simulation.add_link_observer(outputs.trace()->link_observer());
 
-  const auto t0 = std::chrono::steady_clock::now();
-  engine::SimulationResult result;
-  uint64_t events = 0;
-  const auto observed = [&] {
-    result = sim.run();
-    events += result.events;
-    return report::SampleOutcome{seed, result.iteration_ends};
-  };
-  std::optional<report::MonteCarlo> monte_carlo;
-  if (sampling.samples > 0) {
-    monte_carlo = run::run_monte_carlo(program, cost, o.network, base, sampling, observed, events);
-  } else {
-    observed();
-  }
-  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-
-  report::Summary summary = report::summarize(program, accounting, network.describe(cost), o.fold);
-  run::add_network_sections(summary, comm, network, result.end_time);
+  report::Summary summary = simulation.run();
   summary.calibration = std::move(coverage);
-  // The sensitivity re-runs keep the run's draws (same perturbation, same
-  // link variation): only the cost model changes.
-  critical.finish(summary, report::select_ranks(outputs.spec(), program), cost, [&](const cost::CostModel& scaled) {
-    run::NetworkSetup again(program, o.network, /*with_variability=*/true);
-    return engine::Simulator(program, scaled, again.apply(base)).run().end_time;
-  });
-  summary.monte_carlo = std::move(monte_carlo);
-  summary.variability = run::variability_summary(program, perturbation.get(),
-                                            network.flow() != nullptr ? network.flow()->flaps_started() : 0);
+  critical.finish(summary, report::select_ranks(outputs.spec(), program), cost,
+                  [&](const cost::CostModel& scaled) { return simulation.resimulate(scaled); });
   // A rank over HBM is not a valid result (docs/memory-model.md#feasibility):
   // the warning goes before and after the table and to stderr; with
   // --strict-memory the run fails and, like every failed run, writes no file.
@@ -141,8 +98,8 @@ int run_simulate(const SimulateOptions& o) {
   }
 
   report::RunStats stats;
-  stats.wall_seconds = wall;
-  stats.events = events;
+  stats.wall_seconds = simulation.wall_seconds();
+  stats.events = simulation.events();
   if (!warning.empty()) fmt::print(stderr, "{}", warning);
   fmt::print("{}{}{}", warning.empty() ? "" : warning + "\n", report::format_summary(summary, stats),
              warning.empty() ? "" : "\n" + warning);
