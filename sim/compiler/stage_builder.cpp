@@ -1,0 +1,222 @@
+// The order of one stage's iteration and its forward / backward passes
+// (stage_builder.h lists the other parts).
+#include "sim/compiler/stage_builder.h"
+
+#include <algorithm>
+#include <numeric>
+
+namespace lacuna::compiler {
+
+using schedule::Pass;
+
+StageBuilder::StageBuilder(const StageInputs& in)
+    : in_(in),
+      e_(b_),
+      x_(in.execution),
+      shape_(in.shape),
+      chunks_(in.pipeline.virtual_stages),
+      microbatches_(in.pipeline.microbatches),
+      num_vs_(num_virtual_stages(in)),
+      p2p_(in.pipeline.pp > 1),
+      // Megatron-LM 2021–2022's scatter-gather (without SP): each TP rank sends
+      // its 1/tp of the message, and the receiver all-gathers it over TP inside
+      // the same p2p call (docs/compiler.md#pipeline-p2p).
+      scatter_gather_(in.execution.pipeline_scatter_gather() && !in.shape.sequence_parallel && in.shape.tp > 1),
+      dp_ops_(in.dp_cp > 1),
+      first_pp_(in.pp_rank == 0),
+      last_pp_(in.pp_rank == in.pipeline.pp - 1),
+      llm_(llm_module_work(in)) {
+  modules_.push_back(&llm_);
+  for (const ModuleWork& w : in.encoders) modules_.push_back(&w);
+  segments_.resize(static_cast<size_t>(num_vs_));
+  for (int32_t k = 0; k < num_vs_; ++k) segments_[k] = stage_segments(in, k);
+  boundary_bytes_.assign(static_cast<size_t>(num_vs_), 0);
+  boundary_module_.assign(static_cast<size_t>(num_vs_), 0);
+  for (int32_t k = 0; k + 1 < num_vs_; ++k) {
+    boundary_bytes_[k] = boundary_p2p_bytes(in, k);
+    boundary_module_[k] = segments_[k].empty() ? 0 : segments_[k].back().module;
+  }
+  blocking_ = p2p_ && x_.pipeline_p2p() == scenario::P2P_BLOCKING;
+  calls_after_.resize(in.actions.size() + 1);
+  if (blocking_)
+    for (schedule::P2pCall& call : schedule::blocking_p2p_calls(in.schedule_kind, in.pipeline, in.pp_rank, in.actions))
+      calls_after_[static_cast<size_t>(call.after + 1)].push_back(std::move(call));
+
+  first_forward_.assign(static_cast<size_t>(chunks_), -1);
+  last_backward_.assign(static_cast<size_t>(chunks_), -1);
+  for (int32_t i = 0; i < static_cast<int32_t>(in.actions.size()); ++i) {
+    const auto& a = in.actions[i];
+    if (a.pass == Pass::kForward && first_forward_[a.chunk] < 0) first_forward_[a.chunk] = i;
+    if (a.pass == Pass::kBackward || a.pass == Pass::kBackwardWeight) last_backward_[a.chunk] = i;
+  }
+  // Gradient reductions go out in the order chunks finish their backward.
+  reduce_order_.resize(static_cast<size_t>(chunks_));
+  std::iota(reduce_order_.begin(), reduce_order_.end(), 0);
+  std::stable_sort(reduce_order_.begin(), reduce_order_.end(),
+                   [&](int32_t x, int32_t y) { return last_backward_[x] < last_backward_[y]; });
+
+  // Gradients are reduced in fp32 (Megatron's main_grad buffer, 4 B/param)
+  // unless the execution reduces them in the training precision (fp16's
+  // default: 2 B/param); parameters gathered in bf16 (2 B/param).
+  grad_bytes_ = x_.grad_reduce_in_fp32() ? model::kFp32 : model::kBf16;
+  // DP buckets per chunk, gradient-ready order (bucket 0 holds the last layers).
+  buckets_.resize(static_cast<size_t>(chunks_));
+  for (int32_t c = 0; c < chunks_; ++c) buckets_[c] = dp_buckets(in, schedule::virtual_stage(in.pipeline, in.pp_rank, c));
+}
+
+StageProgram StageBuilder::build() {
+  gather_parameters();
+  zero_grad_buffers();
+  emit_blocking_calls_after(-1);
+  for (int32_t i = 0; i < static_cast<int32_t>(in_.actions.size()); ++i) {
+    const schedule::Action& a = in_.actions[i];
+    if (a.pass == Pass::kForward) {
+      forward(i, a);
+    } else {
+      backward(i, a);
+    }
+    emit_blocking_calls_after(i);
+  }
+  reduce_after_last_backward();
+  finalize_and_step();  // sets nothing in `out`: the parameter counts follow
+
+  StageProgram out;
+  for (int32_t c = 0; c < chunks_; ++c) {
+    for (const Segment& seg : segments_[schedule::virtual_stage(in_.pipeline, in_.pp_rank, c)]) {
+      out.parameters += segment_parameters(in_, seg, false);
+      out.frozen_parameters += segment_parameters(in_, seg, false) - segment_parameters(in_, seg, true);
+    }
+  }
+  out.rank_class = b_.finish("pp" + std::to_string(in_.pp_rank));
+  return out;
+}
+
+void StageBuilder::forward(int32_t i, const schedule::Action& a) {
+  const int32_t vs = schedule::virtual_stage(in_.pipeline, in_.pp_rank, a.chunk);
+  const auto& segs = segments_[vs];
+  const int32_t num_segs = static_cast<int32_t>(segs.size());
+  const OpContext ctx{ir::FORWARD, a.microbatch, a.chunk, -1};
+  // Overlapped: the chunk's first forward waits for each bucket's gather
+  // right before the bucket's first layer (the first bucket: before the
+  // pass), so only the very first bucket is exposed. Not overlapped: all
+  // gathers before any compute.
+  const bool gather_waits =
+      dp_ops_ && in_.distributed_optimizer && in_.overlap_param_gather && i == first_forward_[a.chunk];
+  const auto& fwd_buckets = buckets_[a.chunk];
+  // With overlap get_batch runs first and the first module's forward
+  // pre-hook then waits for the gather.
+  broadcast_batch(ctx);
+  if (gather_waits && !fwd_buckets.empty()) {
+    ModuleStamp stamp(b_);
+    b_.wait(StreamId::kCompute, EventId::kDpToCompute, gathered_[a.chunk][fwd_buckets.size() - 1], ctx);
+    stamp.apply(fwd_buckets.back().module);
+  }
+  if (p2p_ && !blocking_ && vs > 0) {
+    receive_into_compute(StreamId::kRecvFwd, EventId::kRecvFwdToCompute, kSlotPpPrev, 0, tag(0, vs, a.microbatch),
+                         vs - 1, ctx);
+  }
+  for (int32_t si = 0; si < num_segs; ++si) {
+    const Segment& seg = segs[si];
+    const ModuleWork& w = work(seg);
+    ModuleStamp stamp(b_);
+    auto wait_gathers = [&](int64_t l) {
+      if (!gather_waits) return;
+      for (size_t k = 0; k + 1 < fwd_buckets.size(); ++k)
+        if (fwd_buckets[k].segment == si && fwd_buckets[k].first_layer == l)
+          b_.wait(StreamId::kCompute, EventId::kDpToCompute, gathered_[a.chunk][k], ctx);
+    };
+    if (seg.count <= 0) {
+      wait_gathers(seg.first);
+      if (seg.pre) e_.emit(w.pre_forward, Filter::kAll, ctx);
+    }
+    for (int64_t l = seg.first; l < seg.first + seg.count; ++l) {
+      wait_gathers(l);
+      if (l == seg.first && seg.pre) e_.emit(w.pre_forward, Filter::kAll, ctx);
+      const int64_t kept = recomputes_layer(w, seg, l) ? w.layer_activation_bytes : w.layer_activation_bytes_plain;
+      OpContext layer_ctx = ctx;
+      layer_ctx.layer = static_cast<int32_t>(l);
+      e_.add_memory(e_.emit(w.layer_forward, Filter::kAll, layer_ctx).last, kept);
+    }
+    if (seg.post) e_.add_memory(e_.emit(w.post_forward, Filter::kAll, ctx).last, w.post_activation_bytes);
+    // A segment's collectives complete inside it: the next module (or the
+    // send) consumes its whole output.
+    e_.flush(ctx);
+    if (seg.post && seg.module == 0) after_loss(ctx);
+    stamp.apply(seg.module);
+  }
+  if (p2p_ && !blocking_ && vs < num_vs_ - 1) {
+    send_from_compute(StreamId::kSendFwd, EventId::kComputeToSendFwd, kSlotPpNext, 0, tag(0, vs + 1, a.microbatch),
+                      vs, ctx);
+  }
+}
+
+void StageBuilder::backward(int32_t i, const schedule::Action& a) {
+  const int32_t vs = schedule::virtual_stage(in_.pipeline, in_.pp_rank, a.chunk);
+  const auto& segs = segments_[vs];
+  const int32_t num_segs = static_cast<int32_t>(segs.size());
+  const OpContext ctx{a.pass == Pass::kBackwardWeight ? ir::BACKWARD_WEIGHT : ir::BACKWARD_INPUT, a.microbatch,
+                      a.chunk, -1};
+  const bool produces_grad = a.pass != Pass::kBackwardWeight;
+  const bool finishes = a.pass != Pass::kBackwardInput;
+  const Filter filter = a.pass == Pass::kBackward        ? Filter::kAll
+                        : a.pass == Pass::kBackwardInput ? Filter::kInputOnly
+                                                         : Filter::kWeightOnly;
+  if (p2p_ && !blocking_ && produces_grad && vs < num_vs_ - 1) {
+    receive_into_compute(StreamId::kRecvBwd, EventId::kRecvBwdToCompute, kSlotPpNext, 1, tag(1, vs, a.microbatch), vs,
+                         ctx);
+  }
+  // The chunk's last weight-gradient pass hands each bucket but the last
+  // to the DP stream as soon as its layers' kernels are out (Megatron's
+  // overlap_grad_reduce); the last bucket goes after the pass, as below.
+  const bool reduces = dp_ops_ && in_.overlap_grad_reduce && i == last_backward_[a.chunk];
+  const auto& bwd_buckets = buckets_[a.chunk];
+  size_t reduced = 0;
+  for (int32_t si = num_segs - 1; si >= 0; --si) {
+    const Segment& seg = segs[si];
+    const ModuleWork& w = work(seg);
+    ModuleStamp stamp(b_);
+    auto hand_off_at = [&](int64_t l) {
+      if (reduces && reduced + 1 < bwd_buckets.size() && bwd_buckets[reduced].segment == si &&
+          bwd_buckets[reduced].first_layer == l) {
+        hand_off({&bwd_buckets[reduced]}, a.chunk);
+        ++reduced;
+      }
+    };
+    if (seg.post) {
+      const auto out = e_.emit(w.post_backward, filter, ctx);
+      if (finishes) e_.add_memory(out.last, -w.post_activation_bytes);
+    }
+    // A frozen module's layers and pre run no backward at all.
+    if (seg.count <= 0) {
+      if (seg.pre && !w.frozen) e_.emit(w.pre_backward, filter, ctx);
+      hand_off_at(seg.first);
+    }
+    for (int64_t l = seg.first + seg.count - 1; l >= seg.first; --l) {
+      if (!w.frozen) {
+        const bool full = recomputes_layer(w, seg, l);
+        OpContext layer_ctx = ctx;
+        layer_ctx.layer = static_cast<int32_t>(l);
+        const auto out = e_.emit(full ? w.layer_backward : w.layer_backward_plain, filter, layer_ctx);
+        if (full) e_.add_memory(out.last_recompute, w.recompute_activation_bytes);
+        const int64_t held =
+            full ? w.layer_activation_bytes + w.recompute_activation_bytes : w.layer_activation_bytes_plain;
+        if (finishes) e_.add_memory(out.last, -held);
+        if (l == seg.first && seg.pre) e_.emit(w.pre_backward, filter, ctx);
+      }
+      hand_off_at(l);
+    }
+    e_.flush(ctx);
+    stamp.apply(seg.module);
+  }
+  if (p2p_ && !blocking_ && produces_grad && vs > 0) {
+    send_from_compute(StreamId::kSendBwd, EventId::kComputeToSendBwd, kSlotPpPrev, 1, tag(1, vs - 1, a.microbatch),
+                      vs - 1, ctx);
+  }
+  if (reduces && reduced < bwd_buckets.size()) {
+    std::vector<const DpBucket*> rest;
+    for (; reduced < bwd_buckets.size(); ++reduced) rest.push_back(&bwd_buckets[reduced]);
+    hand_off(rest, a.chunk);
+  }
+}
+
+}  // namespace lacuna::compiler

@@ -1,0 +1,91 @@
+// Internal to the compiler: builds one pipeline stage's rank class
+// (build_stage_program), one responsibility per file:
+//   stage_builder.cpp    the order of the iteration and the forward / backward passes
+//   stage_p2p.cpp        pipeline p2p, overlapped (streams per direction) or
+//                        blocking (Megatron's batched calls)
+//   stage_dp.cpp         DP buckets (gathers, reductions, NaN checks), the
+//                        gradient buffer's zeroing, synchronous collectives,
+//                        the batch broadcast and the loss reduction
+//   stage_optimizer.cpp  finalize_model_grads and the optimizer step
+// docs/compiler.md describes what each emits.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "sim/compiler/stage_emitter.h"
+#include "sim/schedule/p2p_calls.h"
+
+namespace lacuna::compiler {
+
+class StageBuilder {
+ public:
+  explicit StageBuilder(const StageInputs& in);
+  StageProgram build();
+
+ private:
+  // --- passes (stage_builder.cpp)
+  void forward(int32_t action_index, const schedule::Action& a);
+  void backward(int32_t action_index, const schedule::Action& a);
+  const ModuleWork& work(const Segment& seg) const { return *modules_.at(static_cast<size_t>(seg.module)); }
+
+  // --- pipeline p2p (stage_p2p.cpp)
+  int64_t wire_bytes(int32_t boundary) const;
+  void gather_received(int32_t boundary, const OpContext& ctx);
+  int64_t tag(int64_t direction, int64_t receiver_stage, int64_t microbatch) const;
+  void set_p2p(ir::Send* msg, int32_t peer_slot, int32_t boundary, int32_t channel, int64_t tag_value) const;
+  void set_p2p(ir::Recv* msg, int32_t peer_slot, int32_t boundary, int32_t channel, int64_t tag_value) const;
+  void receive_into_compute(StreamId stream, EventId event, int32_t peer_slot, int32_t channel, int64_t tag_value,
+                            int32_t boundary, const OpContext& ctx);
+  void send_from_compute(StreamId stream, EventId event, int32_t peer_slot, int32_t channel, int64_t tag_value,
+                         int32_t boundary, const OpContext& ctx);
+  void emit_blocking_calls_after(int32_t action_index);  // -1: before the first action
+  void emit_call(const schedule::P2pCall& call);
+
+  // --- DP and synchronous collectives (stage_dp.cpp)
+  void dp_collective(ir::CollectiveKind kind, int32_t slot, int32_t chunk, int64_t bytes, int32_t module,
+                     const OpContext& base_ctx);
+  void sync_now(ir::CollectiveKind kind, int32_t slot, int64_t bytes, const OpContext& ctx);
+  void bucket_reduction(int32_t chunk, const DpBucket& bucket);
+  void bucket_nan_check(const DpBucket& bucket);
+  void hand_off(const std::vector<const DpBucket*>& group, int32_t chunk);
+  void gather_parameters();
+  void zero_grad_buffers();
+  void reduce_after_last_backward();
+  void broadcast_batch(const OpContext& ctx);
+  void after_loss(const OpContext& ctx);
+
+  // --- the optimizer step (stage_optimizer.cpp)
+  void finalize_and_step();
+
+  const StageInputs& in_;
+  ClassBuilder b_;
+  Emitter e_;
+  const scenario::Execution& x_;
+  const model::LayerShape& shape_;
+  int32_t chunks_ = 0;       // virtual stages on this rank (pipeline.virtual_stages)
+  int32_t microbatches_ = 0;
+  int32_t num_vs_ = 0;       // virtual stages of the pipeline
+  bool p2p_ = false;         // pp > 1
+  bool blocking_ = false;    // Megatron's blocking p2p calls
+  bool scatter_gather_ = false;
+  bool dp_ops_ = false;      // dp × cp > 1
+  bool first_pp_ = false, last_pp_ = false;
+  ModuleWork llm_;
+  std::vector<const ModuleWork*> modules_;  // index = Op.module
+  std::vector<std::vector<Segment>> segments_;  // per virtual stage
+  // The message after virtual stage k and the module it belongs to (that of
+  // the stage's last segment, whose output it is).
+  std::vector<int64_t> boundary_bytes_;
+  std::vector<int32_t> boundary_module_;
+  std::vector<std::vector<schedule::P2pCall>> calls_after_;  // [after + 1]
+  std::vector<int32_t> first_forward_, last_backward_;  // per chunk: action index
+  std::vector<int32_t> reduce_order_;  // chunks in the order their backward finishes
+  int64_t grad_bytes_ = 0;             // per parameter, as reduced
+  std::vector<std::vector<DpBucket>> buckets_;  // per chunk, gradient-ready order
+  std::vector<std::vector<int64_t>> gathered_;  // per chunk and bucket: kDpToCompute after its gather
+  int64_t dp_records_ = 0;  // kDpToCompute after the last DP collective
+  OpContext dp_ctx_{ir::DP_SYNC, 0, 0, -1};
+};
+
+}  // namespace lacuna::compiler

@@ -1,0 +1,156 @@
+// Internal to the compiler: the pieces a stage program is emitted with.
+// Emitter turns the model's steps (kernels and TP / CP communication points)
+// into stream ops; ModuleStamp labels what a segment emitted with its module;
+// segment_parameters counts what a segment holds.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <variant>
+#include <vector>
+
+#include "sim/compiler/class_builder.h"
+#include "sim/compiler/rank_layout.h"
+#include "sim/compiler/stage_program.h"
+#include "sim/model/kernels.h"
+#include "sim/model/layer.h"
+
+namespace lacuna::compiler {
+
+enum class Filter { kAll, kInputOnly, kWeightOnly };
+
+inline bool keep(const model::Step& step, Filter f) {
+  if (f == Filter::kAll) return true;
+  const model::Kernel* k = std::get_if<model::Kernel>(&step);
+  const bool weight = k != nullptr && k->phase == ir::BACKWARD_WEIGHT;
+  return f == Filter::kWeightOnly ? weight : !weight;
+}
+
+// Turns model steps into stream ops. A CommPoint becomes
+//   compute: record → comm stream: wait, collective, record
+// and a pending wait that the compute stream takes right before the kernel
+// consuming the result (CommPoint::consumer), or at the end of the pass.
+class Emitter {
+ public:
+  explicit Emitter(ClassBuilder& b) : b_(b) {}
+
+  struct Emitted {
+    int32_t last = -1;            // last compute op emitted (index in the compute stream)
+    int32_t last_recompute = -1;  // last RECOMPUTE-phase kernel
+  };
+
+  Emitted emit(const std::vector<model::Step>& steps, Filter filter, const OpContext& ctx) {
+    Emitted out;
+    for (const model::Step& step : steps) {
+      if (!keep(step, filter)) continue;
+      if (const auto* k = std::get_if<model::Kernel>(&step)) {
+        kernel(*k, ctx);
+        out.last = b_.last_index(StreamId::kCompute);
+        if (k->phase == ir::RECOMPUTE) out.last_recompute = out.last;
+      } else {
+        comm(std::get<model::CommPoint>(step), ctx);
+      }
+    }
+    return out;
+  }
+
+  void kernel(const model::Kernel& k, OpContext ctx) {
+    ctx.phase = k.phase;
+    take_pending(ctx, [&](const Pending& p) { return p.consumer.matches(k); });
+    *b_.add(StreamId::kCompute, ctx)->mutable_compute() = model::to_compute(k);
+  }
+
+  // Waits for every outstanding collective (end of a pass: what follows, a
+  // send or the next pass, needs all of it).
+  void flush(const OpContext& ctx) {
+    take_pending(ctx, [](const Pending&) { return true; });
+  }
+
+  // A TP / CP collective the compute stream waits for at once (a synchronous
+  // torch.distributed call on the compute path).
+  void collective_now(const model::CommPoint& c, const OpContext& ctx) {
+    comm(c, ctx);
+    flush(ctx);
+  }
+
+  void add_memory(int32_t compute_index, int64_t delta) {
+    if (compute_index < 0 || delta == 0) return;
+    auto* c = b_.op(StreamId::kCompute, compute_index)->mutable_compute();
+    c->set_memory_delta_bytes(c->memory_delta_bytes() + delta);
+  }
+
+ private:
+  struct Pending {
+    model::Consumer consumer;
+    EventId event;
+    int64_t value;
+  };
+
+  void comm(const model::CommPoint& c, OpContext ctx) {
+    ctx.phase = c.phase;
+    const bool tp = c.group == model::CommGroup::kTp;
+    const StreamId stream = tp ? StreamId::kTp : StreamId::kCp;
+    const EventId to = tp ? EventId::kComputeToTp : EventId::kComputeToCp;
+    const EventId from = tp ? EventId::kTpToCompute : EventId::kCpToCompute;
+    const int64_t ready = b_.record(StreamId::kCompute, to, ctx);
+    b_.wait(stream, to, ready, ctx);
+    auto* coll = b_.add(stream, ctx)->mutable_collective();
+    coll->set_kind(c.kind);
+    coll->set_group_slot(tp ? kSlotTp : kSlotCp);
+    coll->set_bytes(c.bytes);
+    pending_.push_back({c.consumer, from, b_.record(stream, from, ctx)});
+  }
+
+  template <class Pred>
+  void take_pending(const OpContext& ctx, Pred pred) {
+    for (auto it = pending_.begin(); it != pending_.end();) {
+      if (pred(*it)) {
+        b_.wait(StreamId::kCompute, it->event, it->value, ctx);
+        it = pending_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+
+  ClassBuilder& b_;
+  std::vector<Pending> pending_;
+};
+
+
+// Labels the ops appended to the class since construction with a module
+// (Op.module): the builder knows nothing of modules, and every op of a
+// segment, its TP / CP collectives and DP bucket hand-offs included, belongs
+// to the segment's module.
+class ModuleStamp {
+ public:
+  explicit ModuleStamp(ClassBuilder& b) : b_(b) {
+    for (size_t i = 0; i < start_.size(); ++i) start_[i] = b.last_index(static_cast<StreamId>(i)) + 1;
+  }
+  void apply(int32_t module) {
+    if (module == 0) return;  // the default: LLM programs stay as they were
+    for (size_t i = 0; i < start_.size(); ++i) {
+      const auto id = static_cast<StreamId>(i);
+      for (int32_t j = start_[i]; j <= b_.last_index(id); ++j) b_.op(id, j)->set_module(module);
+    }
+  }
+
+ private:
+  ClassBuilder& b_;
+  std::array<int32_t, static_cast<size_t>(StreamId::kCount)> start_{};
+};
+
+
+// Block recompute (recompute_num_layers): only the first N layers of a
+// module in a virtual stage recompute.
+inline bool recomputes_layer(const ModuleWork& w, const Segment& seg, int64_t layer) {
+  return w.recompute_num_layers <= 0 || layer - seg.first < w.recompute_num_layers;
+}
+
+inline int32_t num_virtual_stages(const StageInputs& in) { return in.pipeline.pp * in.pipeline.virtual_stages; }
+
+// Parameters a segment holds on one rank; `trained_only` leaves out frozen
+// encoder weights.
+int64_t segment_parameters(const StageInputs& in, const Segment& seg, bool trained_only);
+
+}  // namespace lacuna::compiler
