@@ -138,19 +138,9 @@ StageZeroPositions locate_passes(const ir::Stream& compute, int32_t m) {
   return out;
 }
 
-}  // namespace
-
-void add_encoder_islands(const scenario::LoadedScenario& scenario, const Plan& plan, ir::Program& p) {
-  const auto& spec = scenario.spec;
-  const LlmPlan& llm = plan.llm;
-  const int32_t m = llm.microbatches;
-  const int32_t num_enc = static_cast<int32_t>(plan.encoders.size());
-  const compiler::RankLayout llm_layout(llm.dims, llm.rank_order);
-  const int32_t llm_tpcp = llm.dims.tp * llm.dims.cp;
-  const bool dist_opt = llm.distributed_optimizer;
-  const int64_t gpn = llm.gpus_per_node;
-
-  // ---- island ranks: bindings with every existing slot unbound
+// Island ranks after the LLM's: bindings with every existing slot unbound.
+void add_island_ranks(const Plan& plan, ir::Program& p) {
+  const int64_t gpn = plan.llm.gpus_per_node;
   for (const EncoderPlan& enc : plan.encoders) {
     const compiler::RankLayout el(enc.dims, enc.rank_order);
     for (int32_t l = 0; l < enc.world(); ++l) {
@@ -166,97 +156,102 @@ void add_encoder_islands(const scenario::LoadedScenario& scenario, const Plan& p
       *b->mutable_coord() = el.coordinates(l);
     }
   }
+}
 
-  // ---- slots and groups
-  Groups groups(p);
-  std::vector<EncoderSlotsIsland> slots(static_cast<size_t>(num_enc));
-  for (int32_t ei = 0; ei < num_enc; ++ei) {
-    const EncoderPlan& enc = plan.encoders[static_cast<size_t>(ei)];
-    EncoderSlotsIsland& s = slots[static_cast<size_t>(ei)];
-    const std::string pre = "enc" + std::to_string(enc.e);
-    const std::string bnd = "bnd" + std::to_string(enc.e);
-    const compiler::RankLayout el(enc.dims, enc.rank_order);
-    const int32_t last = enc.dims.pp - 1;
-    if (enc.dims.tp > 1) {
-      s.kernel.tp = add_group_slot(p, pre + "_tp", ir::ENCODER_TP);
-      bind_axis_groups(p, groups, pre + "_tp", ir::ENCODER_TP, s.kernel.tp, el, enc.first_rank,
-                       {true, false, false, false});
-    }
-    if (enc.dims.cp > 1) {
-      s.kernel.cp = add_group_slot(p, pre + "_cp", ir::ENCODER_CP);
-      bind_axis_groups(p, groups, pre + "_cp", ir::ENCODER_CP, s.kernel.cp, el, enc.first_rank,
-                       {false, true, false, false});
-    }
-    if (enc.dims.dp * enc.dims.cp > 1) {
-      s.dp_cp = add_group_slot(p, pre + "_dp_cp", ir::ENCODER_DP);
-      bind_axis_groups(p, groups, pre + "_dp_cp", ir::ENCODER_DP, s.dp_cp, el, enc.first_rank,
-                       {false, true, true, false});
-    }
-    if (enc.dims.pp > 1) {
-      s.pp_next = add_peer_slot(p, pre + "_pp_next");
-      s.pp_prev = add_peer_slot(p, pre + "_pp_prev");
-      bind_stage_peers(p, el, enc.first_rank, s.pp_next, s.pp_prev);
-    }
-    // The bridge's broadcast groups: the boundary stage's tp × cp ranks of
-    // each DP shard, on both sides. The encoder side has two communicators:
-    // the forward gather and the gradient broadcast run on different streams
-    // (and its members post them at different times), so one shared group
-    // would interleave them.
-    auto bind_enc_side = [&](const std::string& name) {
-      const int32_t slot = add_group_slot(p, name, ir::BOUNDARY_GROUP);
-      for (int32_t k = 0; k < enc.dims.dp; ++k) {
-        const auto ranks = tpcp_ranks(el, enc.first_rank, k, last);
-        const int32_t g = groups.get(name, ir::BOUNDARY_GROUP, ranks);
-        for (int32_t r : ranks) p.mutable_ranks(r)->set_group(slot, g);
-      }
-      return slot;
-    };
-    if (enc.dims.tp * enc.dims.cp > 1) s.enc_bcast = bind_enc_side(bnd + "_enc_bwd");
-    if (enc.sharded_output()) s.enc_gather = bind_enc_side(bnd + "_enc_fwd");
-    if (llm_tpcp > 1) {
-      s.llm_bcast = add_group_slot(p, bnd + "_llm", ir::BOUNDARY_GROUP);
-      for (int32_t d = 0; d < llm.dims.dp; ++d) {
-        const auto ranks = tpcp_ranks(llm_layout, 0, d, 0);
-        const int32_t g = groups.get(bnd + "_llm", ir::BOUNDARY_GROUP, ranks);
-        for (int32_t r : ranks) p.mutable_ranks(r)->set_group(s.llm_bcast, g);
-      }
-    }
-    // Leader pairs. Fan-in: LLM replica d ← shards d·f … d·f + f − 1;
-    // fan-out: shard k → replicas k·r … k·r + r − 1 (the bridge's order).
-    s.llm_peers = enc.relation == DpRelation::kFanIn ? enc.ratio : 1;
-    s.enc_peers = enc.relation == DpRelation::kFanOut ? enc.ratio : 1;
-    for (int32_t q = 0; q < std::max(s.llm_peers, s.enc_peers); ++q)
-      s.peers.push_back(add_peer_slot(p, bnd + "_peer" + std::to_string(q)));
-    for (int32_t d = 0; d < llm.dims.dp; ++d) {
-      const int32_t llm_leader = leader_rank(llm_layout, 0, d, 0);
-      for (int32_t q = 0; q < s.llm_peers; ++q) {
-        const int32_t shard = enc.relation == DpRelation::kFanIn    ? d * enc.ratio + q
-                              : enc.relation == DpRelation::kFanOut ? d / enc.ratio
-                                                                    : d;
-        p.mutable_ranks(llm_leader)
-            ->set_peer(s.peers[static_cast<size_t>(q)], leader_rank(el, enc.first_rank, shard, last));
-      }
-    }
-    for (int32_t k = 0; k < enc.dims.dp; ++k) {
-      const int32_t enc_leader = leader_rank(el, enc.first_rank, k, last);
-      for (int32_t q = 0; q < s.enc_peers; ++q) {
-        const int32_t replica = enc.relation == DpRelation::kFanOut  ? k * enc.ratio + q
-                                : enc.relation == DpRelation::kFanIn ? k / enc.ratio
-                                                                     : k;
-        p.mutable_ranks(enc_leader)->set_peer(s.peers[static_cast<size_t>(q)], leader_rank(llm_layout, 0, replica, 0));
-      }
-    }
-    // One message carries one LLM replica's microbatch (fan-out: a slice of
-    // the shard's), or one shard's share of it (fan-in).
-    s.slice_bytes = enc.boundary_bytes(std::min(enc.microbatch_samples, llm.micro_batch), llm.hidden);
-    s.microbatch_bytes = enc.boundary_bytes(llm.micro_batch, llm.hidden);
+// One encoder's slots and groups: its own TP / CP / DP / PP, the bridge's
+// broadcast groups on both sides, and the leader pairs.
+EncoderSlotsIsland bind_island_slots(const EncoderPlan& enc, const LlmPlan& llm, Groups& groups, ir::Program& p) {
+  const compiler::RankLayout llm_layout(llm.dims, llm.rank_order);
+  const int32_t llm_tpcp = llm.dims.tp * llm.dims.cp;
+  EncoderSlotsIsland s;
+  const std::string pre = "enc" + std::to_string(enc.e);
+  const std::string bnd = "bnd" + std::to_string(enc.e);
+  const compiler::RankLayout el(enc.dims, enc.rank_order);
+  const int32_t last = enc.dims.pp - 1;
+  if (enc.dims.tp > 1) {
+    s.kernel.tp = add_group_slot(p, pre + "_tp", ir::ENCODER_TP);
+    bind_axis_groups(p, groups, pre + "_tp", ir::ENCODER_TP, s.kernel.tp, el, enc.first_rank,
+                     {true, false, false, false});
   }
+  if (enc.dims.cp > 1) {
+    s.kernel.cp = add_group_slot(p, pre + "_cp", ir::ENCODER_CP);
+    bind_axis_groups(p, groups, pre + "_cp", ir::ENCODER_CP, s.kernel.cp, el, enc.first_rank,
+                     {false, true, false, false});
+  }
+  if (enc.dims.dp * enc.dims.cp > 1) {
+    s.dp_cp = add_group_slot(p, pre + "_dp_cp", ir::ENCODER_DP);
+    bind_axis_groups(p, groups, pre + "_dp_cp", ir::ENCODER_DP, s.dp_cp, el, enc.first_rank,
+                     {false, true, true, false});
+  }
+  if (enc.dims.pp > 1) {
+    s.pp_next = add_peer_slot(p, pre + "_pp_next");
+    s.pp_prev = add_peer_slot(p, pre + "_pp_prev");
+    bind_stage_peers(p, el, enc.first_rank, s.pp_next, s.pp_prev);
+  }
+  // The bridge's broadcast groups: the boundary stage's tp × cp ranks of
+  // each DP shard, on both sides. The encoder side has two communicators:
+  // the forward gather and the gradient broadcast run on different streams
+  // (and its members post them at different times), so one shared group
+  // would interleave them.
+  auto bind_enc_side = [&](const std::string& name) {
+    const int32_t slot = add_group_slot(p, name, ir::BOUNDARY_GROUP);
+    for (int32_t k = 0; k < enc.dims.dp; ++k) {
+      const auto ranks = tpcp_ranks(el, enc.first_rank, k, last);
+      const int32_t g = groups.get(name, ir::BOUNDARY_GROUP, ranks);
+      for (int32_t r : ranks) p.mutable_ranks(r)->set_group(slot, g);
+    }
+    return slot;
+  };
+  if (enc.dims.tp * enc.dims.cp > 1) s.enc_bcast = bind_enc_side(bnd + "_enc_bwd");
+  if (enc.sharded_output()) s.enc_gather = bind_enc_side(bnd + "_enc_fwd");
+  if (llm_tpcp > 1) {
+    s.llm_bcast = add_group_slot(p, bnd + "_llm", ir::BOUNDARY_GROUP);
+    for (int32_t d = 0; d < llm.dims.dp; ++d) {
+      const auto ranks = tpcp_ranks(llm_layout, 0, d, 0);
+      const int32_t g = groups.get(bnd + "_llm", ir::BOUNDARY_GROUP, ranks);
+      for (int32_t r : ranks) p.mutable_ranks(r)->set_group(s.llm_bcast, g);
+    }
+  }
+  // Leader pairs. Fan-in: LLM replica d ← shards d·f … d·f + f − 1;
+  // fan-out: shard k → replicas k·r … k·r + r − 1 (the bridge's order).
+  s.llm_peers = enc.relation == DpRelation::kFanIn ? enc.ratio : 1;
+  s.enc_peers = enc.relation == DpRelation::kFanOut ? enc.ratio : 1;
+  for (int32_t q = 0; q < std::max(s.llm_peers, s.enc_peers); ++q)
+    s.peers.push_back(add_peer_slot(p, bnd + "_peer" + std::to_string(q)));
+  for (int32_t d = 0; d < llm.dims.dp; ++d) {
+    const int32_t llm_leader = leader_rank(llm_layout, 0, d, 0);
+    for (int32_t q = 0; q < s.llm_peers; ++q) {
+      const int32_t shard = enc.relation == DpRelation::kFanIn    ? d * enc.ratio + q
+                            : enc.relation == DpRelation::kFanOut ? d / enc.ratio
+                                                                  : d;
+      p.mutable_ranks(llm_leader)
+          ->set_peer(s.peers[static_cast<size_t>(q)], leader_rank(el, enc.first_rank, shard, last));
+    }
+  }
+  for (int32_t k = 0; k < enc.dims.dp; ++k) {
+    const int32_t enc_leader = leader_rank(el, enc.first_rank, k, last);
+    for (int32_t q = 0; q < s.enc_peers; ++q) {
+      const int32_t replica = enc.relation == DpRelation::kFanOut  ? k * enc.ratio + q
+                              : enc.relation == DpRelation::kFanIn ? k / enc.ratio
+                                                                   : k;
+      p.mutable_ranks(enc_leader)->set_peer(s.peers[static_cast<size_t>(q)], leader_rank(llm_layout, 0, replica, 0));
+    }
+  }
+  // One message carries one LLM replica's microbatch (fan-out: a slice of
+  // the shard's), or one shard's share of it (fan-in).
+  s.slice_bytes = enc.boundary_bytes(std::min(enc.microbatch_samples, llm.micro_batch), llm.hidden);
+  s.microbatch_bytes = enc.boundary_bytes(llm.micro_batch, llm.hidden);
+  return s;
+}
 
-  // ---- LLM stage 0: leaders (tp 0, cp 0 of every replica) get a class of
-  // their own when stage 0 has other ranks (they alone exchange p2p).
+// LLM stage 0: the boundary leaders (tp 0, cp 0 of every replica) get a
+// class of their own when stage 0 has other ranks (they alone exchange p2p).
+// Returns the leaders' class.
+int32_t split_llm_stage0_leaders(const LlmPlan& llm, ir::Program& p) {
+  const compiler::RankLayout llm_layout(llm.dims, llm.rank_order);
   if (p.classes_size() == 0) throw InternalError("heterogeneous placement: internal error, the LLM program has no classes");
   int32_t leader_class = 0;
-  if (llm_tpcp > 1) {
+  if (llm.dims.tp * llm.dims.cp > 1) {
     leader_class = p.classes_size();
     ir::RankClass copy = p.classes(0);
     copy.set_name(p.classes(0).name() + "_boundary_leader");
@@ -264,243 +259,297 @@ void add_encoder_islands(const scenario::LoadedScenario& scenario, const Plan& p
     for (int32_t d = 0; d < llm.dims.dp; ++d)
       p.mutable_ranks(leader_rank(llm_layout, 0, d, 0))->set_class_id(leader_class);
   }
-  const auto positions = locate_passes(p.classes(0).streams(compute_stream(p.classes(0))), m);
+  return leader_class;
+}
 
-  auto edit_llm_stage0 = [&](ir::RankClass& cls, bool leader) {
-    ClassEditor ed(cls);
-    const int32_t compute = ed.compute();
-    // Insertion points, in stream order; at one position the gradient
-    // handoff (end of a backward) precedes the wait (start of a forward).
-    struct Point {
-      int32_t at;
-      int32_t order;  // 0: gradient handoff, 1: forward wait
-      int32_t mb;
-    };
-    std::vector<Point> points;
+// LLM stage 0's class (`leader`: the boundary leaders'): each forward of
+// microbatch i waits for every encoder's input for i (the join); leaders
+// receive it from their peers and broadcast it to their TP / CP group, and
+// send the embeddings' gradient back after each backward.
+void edit_llm_stage0(ir::RankClass& cls, bool leader, const Plan& plan, const std::vector<EncoderSlotsIsland>& slots,
+                     const StageZeroPositions& positions) {
+  const int32_t m = plan.llm.microbatches;
+  const int32_t num_enc = static_cast<int32_t>(plan.encoders.size());
+  ClassEditor ed(cls);
+  const int32_t compute = ed.compute();
+  // Insertion points, in stream order; at one position the gradient
+  // handoff (end of a backward) precedes the wait (start of a forward).
+  struct Point {
+    int32_t at;
+    int32_t order;  // 0: gradient handoff, 1: forward wait
+    int32_t mb;
+  };
+  std::vector<Point> points;
+  for (int32_t i = 0; i < m; ++i) {
+    points.push_back({positions.forward_at[static_cast<size_t>(i)], 1, i});
+    if (leader) points.push_back({positions.gradient_after[static_cast<size_t>(i)], 0, i});
+  }
+  std::stable_sort(points.begin(), points.end(),
+                   [](const Point& a, const Point& b) { return a.at != b.at ? a.at < b.at : a.order < b.order; });
+  // Activation receipt: per encoder and microbatch, the value of the event
+  // the compute stream waits for (per peer without a broadcast).
+  std::vector<std::vector<std::vector<std::pair<int32_t, int64_t>>>> ready(
+      static_cast<size_t>(num_enc), std::vector<std::vector<std::pair<int32_t, int64_t>>>(static_cast<size_t>(m)));
+  for (int32_t ei = 0; ei < num_enc; ++ei) {
+    const EncoderSlotsIsland& s = slots[static_cast<size_t>(ei)];
+    const std::string bnd = "bnd" + std::to_string(plan.encoders[static_cast<size_t>(ei)].e);
+    const int32_t module = plan.encoders[static_cast<size_t>(ei)].module;
+    const int32_t bcast = s.llm_bcast >= 0 ? ed.stream(bnd + "_bcast_fwd", ir::BOUNDARY) : -1;
     for (int32_t i = 0; i < m; ++i) {
-      points.push_back({positions.forward_at[static_cast<size_t>(i)], 1, i});
-      if (leader) points.push_back({positions.gradient_after[static_cast<size_t>(i)], 0, i});
+      const OpCtx ctx{ir::FORWARD, i, 0, -1, module};
+      const int64_t tag = boundary_tag(0, num_enc, ei, m, i);
+      std::vector<std::pair<int32_t, int64_t>> received;
+      if (leader)
+        for (int32_t q = 0; q < s.llm_peers; ++q) {
+          const std::string name = bnd + "_recv_fwd" + std::to_string(q);
+          const int32_t st = ed.stream(name, ir::BOUNDARY);
+          add_recv(ed, st, ctx, s.peers[static_cast<size_t>(q)], s.slice_bytes, kBoundaryFwdChannel, tag);
+          const int32_t ev = ed.event(name + ">");
+          received.push_back({ev, ed.record(st, ev, ctx)});
+        }
+      if (bcast >= 0) {
+        // The leader has the replica's microbatch whole once every shard's
+        // message is in; it broadcasts to its TP / CP group.
+        for (const auto& [ev, v] : received) ed.wait(bcast, ev, v, ctx);
+        add_collective(ed, bcast, ctx, ir::BROADCAST, s.llm_bcast, s.microbatch_bytes);
+        const int32_t ev = ed.event(bnd + "_bcast_fwd>compute");
+        ready[static_cast<size_t>(ei)][static_cast<size_t>(i)] = {{ev, ed.record(bcast, ev, ctx)}};
+      } else {
+        ready[static_cast<size_t>(ei)][static_cast<size_t>(i)] = received;
+      }
     }
-    std::stable_sort(points.begin(), points.end(),
-                     [](const Point& a, const Point& b) { return a.at != b.at ? a.at < b.at : a.order < b.order; });
-    // Activation receipt: per encoder and microbatch, the value of the event
-    // the compute stream waits for (per peer without a broadcast).
-    std::vector<std::vector<std::vector<std::pair<int32_t, int64_t>>>> ready(
-        static_cast<size_t>(num_enc), std::vector<std::vector<std::pair<int32_t, int64_t>>>(static_cast<size_t>(m)));
-    for (int32_t ei = 0; ei < num_enc; ++ei) {
-      const EncoderSlotsIsland& s = slots[static_cast<size_t>(ei)];
-      const std::string bnd = "bnd" + std::to_string(plan.encoders[static_cast<size_t>(ei)].e);
-      const int32_t module = plan.encoders[static_cast<size_t>(ei)].module;
-      const int32_t bcast = s.llm_bcast >= 0 ? ed.stream(bnd + "_bcast_fwd", ir::BOUNDARY) : -1;
-      for (int32_t i = 0; i < m; ++i) {
-        const OpCtx ctx{ir::FORWARD, i, 0, -1, module};
-        const int64_t tag = boundary_tag(0, num_enc, ei, m, i);
+  }
+  std::vector<Insertion> insertions;
+  for (const Point& pt : points) {
+    std::vector<ir::Op> block;
+    ed.set_compute_block(&block);
+    if (pt.order == 1) {
+      // Join: microbatch i runs only after every encoder's input arrived.
+      for (int32_t ei = 0; ei < num_enc; ++ei)
+        for (const auto& [ev, v] : ready[static_cast<size_t>(ei)][static_cast<size_t>(pt.mb)])
+          ed.wait(compute, ev, v, OpCtx{ir::FORWARD, pt.mb, 0, -1, plan.encoders[static_cast<size_t>(ei)].module});
+    } else {
+      // The embeddings' gradient goes back through the edges that
+      // delivered the activations.
+      const OpCtx ctx{ir::BACKWARD_INPUT, pt.mb, 0, -1, plan.encoders.front().module};
+      const int32_t ev = ed.event("compute>bnd_send_bwd");
+      const int64_t v = ed.record(compute, ev, ctx);
+      for (int32_t ei = 0; ei < num_enc; ++ei) {
+        const EncoderSlotsIsland& s = slots[static_cast<size_t>(ei)];
+        const std::string bnd = "bnd" + std::to_string(plan.encoders[static_cast<size_t>(ei)].e);
+        const OpCtx ectx{ir::BACKWARD_INPUT, pt.mb, 0, -1, plan.encoders[static_cast<size_t>(ei)].module};
+        for (int32_t q = 0; q < s.llm_peers; ++q) {
+          const int32_t st = ed.stream(bnd + "_send_bwd" + std::to_string(q), ir::BOUNDARY);
+          ed.wait(st, ev, v, ectx);
+          add_send(ed, st, ectx, s.peers[static_cast<size_t>(q)], s.slice_bytes, kBoundaryBwdChannel,
+                   boundary_tag(1, num_enc, ei, m, pt.mb));
+        }
+      }
+    }
+    ed.set_compute_block(nullptr);
+    insertions.push_back({pt.at, std::move(block)});
+  }
+  splice(*cls.mutable_streams(compute), std::move(insertions));
+  drop_empty_streams(cls);
+}
+
+// One encoder's stage schedules, from the sink upstream: the last stage
+// answers to the LLM (LLM stage 0's forwards before each gradient), stage j
+// to stage j + 1.
+std::vector<std::vector<EncoderAction>> island_schedules(const EncoderPlan& enc, const LlmPlan& llm,
+                                                         const std::vector<int32_t>& llm_need) {
+  const int32_t pp = enc.dims.pp, last = pp - 1;
+  std::vector<std::vector<EncoderAction>> actions(static_cast<size_t>(pp));
+  std::vector<int32_t> need = llm_need, before;
+  for (int32_t j = last; j >= 0; --j) {
+    const bool backward = !enc.frozen || j == last;  // frozen: the projector alone trains
+    actions[static_cast<size_t>(j)] = stage_schedule((last - j) + llm.dims.pp, need, backward, before);
+    need = before;
+  }
+  return actions;
+}
+
+// The class of encoder `ei`'s stage j (`leader`: its last stage's boundary
+// leaders, or the stage's only class): the model state, the parameter
+// gather, the schedule's passes with their PP and boundary transfers, the
+// gradient reduction and the optimizer.
+ir::RankClass build_island_class(const scenario::Scenario& spec, const Plan& plan, int32_t ei,
+                                 const EncoderSlotsIsland& s, int32_t j, bool leader,
+                                 const std::vector<EncoderAction>& stage_actions) {
+  const LlmPlan& llm = plan.llm;
+  const EncoderPlan& enc = plan.encoders[static_cast<size_t>(ei)];
+  const int32_t m = llm.microbatches;
+  const int32_t num_enc = static_cast<int32_t>(plan.encoders.size());
+  const bool dist_opt = llm.distributed_optimizer;
+  const int32_t pp = enc.dims.pp, last = pp - 1;
+  const int64_t dp_cp = int64_t{enc.dims.dp} * enc.dims.cp;
+  const std::string bnd = "bnd" + std::to_string(enc.e);
+  const bool leader_split = enc.dims.tp * enc.dims.cp > 1;
+  ir::RankClass cls;
+  cls.set_name("enc" + std::to_string(enc.e) + "_pp" + std::to_string(j) + (leader ? "_boundary_leader" : ""));
+  ClassEditor ed(cls);
+  const int32_t compute = ed.compute();
+  std::vector<ir::Op> ops;
+  ed.set_compute_block(&ops);
+  StepEmitter em(ed, s.kernel);
+  const StageWork work = stage_work(spec, enc, j, enc.microbatch_samples, llm.hidden, false);
+  const StageParameters params = stage_parameters(spec, enc, j);
+  add_model_state(*cls.mutable_memory(), params, dp_cp, dist_opt);
+  const int32_t enc_dp = ed.stream("enc_dp", ir::DP_COMM);
+  int64_t gathered = 0;
+  if (dist_opt && s.dp_cp >= 0 && params.trained > 0) {
+    const OpCtx ctx{ir::DP_SYNC, 0, 0, -1, enc.module};
+    add_collective(ed, enc_dp, ctx, ir::ALL_GATHER, s.dp_cp, params.trained * model::kBf16);
+    gathered = ed.record(enc_dp, ed.event("enc_dp>compute"), ctx);
+  }
+  const int64_t num_vs = pp;
+  auto pp_tag = [&](int64_t dir, int64_t receiver, int64_t mb) { return (dir * num_vs + receiver) * m + mb; };
+  bool first_forward = true;
+  for (const EncoderAction& a : stage_actions) {
+    const int32_t i = a.microbatch;
+    if (a.forward) {
+      const OpCtx ctx{ir::FORWARD, i, 0, -1, enc.module};
+      if (first_forward && gathered > 0) ed.wait(compute, ed.event("enc_dp>compute"), gathered, ctx);
+      first_forward = false;
+      if (j > 0) {
+        const int32_t st = ed.stream("enc_pp_recv_fwd", ir::ENCODER_COMM);
+        add_recv(ed, st, ctx, s.pp_prev, work.p2p_bytes, 0, pp_tag(0, j, i));
+        ed.handoff(st, compute, "enc_pp_recv_fwd>compute", ctx);
+      }
+      emit_forward(em, work, ctx);
+      if (j < last) {
+        const int32_t st = ed.stream("enc_pp_send_fwd", ir::ENCODER_COMM);
+        ed.handoff(compute, st, "compute>enc_pp_send_fwd", ctx);
+        add_send(ed, st, ctx, s.pp_next, work.p2p_bytes, 0, pp_tag(0, j + 1, i));
+      } else {
+        // The projector's output, whole on the leader: gathered over
+        // the shard's tp × cp ranks when SP / CP split it.
+        int32_t from = compute;
+        std::string from_key = "compute>bnd_send_fwd";
+        if (enc.sharded_output()) {
+          const int32_t g = ed.stream(bnd + "_gather", ir::BOUNDARY);
+          ed.handoff(compute, g, "compute>" + bnd + "_gather", ctx);
+          add_collective(ed, g, ctx, ir::ALL_GATHER, s.enc_gather,
+                         enc.boundary_bytes(enc.microbatch_samples, llm.hidden));
+          from = g;
+          from_key = bnd + "_gather>bnd_send_fwd";
+        }
+        if (leader) {
+          const int32_t ev = ed.event(from_key);
+          const int64_t v = ed.record(from, ev, ctx);
+          for (int32_t q = 0; q < s.enc_peers; ++q) {
+            const int32_t st = ed.stream(bnd + "_send_fwd" + std::to_string(q), ir::BOUNDARY);
+            ed.wait(st, ev, v, ctx);
+            add_send(ed, st, ctx, s.peers[static_cast<size_t>(q)], s.slice_bytes, kBoundaryFwdChannel,
+                     boundary_tag(0, num_enc, ei, m, i));
+          }
+        }
+      }
+    } else {
+      const OpCtx ctx{ir::BACKWARD_INPUT, i, 0, -1, enc.module};
+      if (j == last) {
         std::vector<std::pair<int32_t, int64_t>> received;
         if (leader)
-          for (int32_t q = 0; q < s.llm_peers; ++q) {
-            const std::string name = bnd + "_recv_fwd" + std::to_string(q);
+          for (int32_t q = 0; q < s.enc_peers; ++q) {
+            const std::string name = bnd + "_recv_bwd" + std::to_string(q);
             const int32_t st = ed.stream(name, ir::BOUNDARY);
-            add_recv(ed, st, ctx, s.peers[static_cast<size_t>(q)], s.slice_bytes, kBoundaryFwdChannel, tag);
+            add_recv(ed, st, ctx, s.peers[static_cast<size_t>(q)], s.slice_bytes, kBoundaryBwdChannel,
+                     boundary_tag(1, num_enc, ei, m, i));
             const int32_t ev = ed.event(name + ">");
             received.push_back({ev, ed.record(st, ev, ctx)});
           }
-        if (bcast >= 0) {
-          // The leader has the replica's microbatch whole once every shard's
-          // message is in; it broadcasts to its TP / CP group.
-          for (const auto& [ev, v] : received) ed.wait(bcast, ev, v, ctx);
-          add_collective(ed, bcast, ctx, ir::BROADCAST, s.llm_bcast, s.microbatch_bytes);
-          const int32_t ev = ed.event(bnd + "_bcast_fwd>compute");
-          ready[static_cast<size_t>(ei)][static_cast<size_t>(i)] = {{ev, ed.record(bcast, ev, ctx)}};
+        if (leader_split) {
+          // Mirror of the forward: the leader broadcasts the gradient
+          // of the shard's microbatch to its TP / CP group.
+          const int32_t st = ed.stream(bnd + "_bcast_bwd", ir::BOUNDARY);
+          for (const auto& [ev, v] : received) ed.wait(st, ev, v, ctx);
+          add_collective(ed, st, ctx, ir::BROADCAST, s.enc_bcast,
+                         enc.boundary_bytes(enc.microbatch_samples, llm.hidden));
+          ed.handoff(st, compute, bnd + "_bcast_bwd>compute", ctx);
         } else {
-          ready[static_cast<size_t>(ei)][static_cast<size_t>(i)] = received;
+          for (const auto& [ev, v] : received) ed.wait(compute, ev, v, ctx);
         }
-      }
-    }
-    std::vector<Insertion> insertions;
-    for (const Point& pt : points) {
-      std::vector<ir::Op> block;
-      ed.set_compute_block(&block);
-      if (pt.order == 1) {
-        // Join: microbatch i runs only after every encoder's input arrived.
-        for (int32_t ei = 0; ei < num_enc; ++ei)
-          for (const auto& [ev, v] : ready[static_cast<size_t>(ei)][static_cast<size_t>(pt.mb)])
-            ed.wait(compute, ev, v, OpCtx{ir::FORWARD, pt.mb, 0, -1, plan.encoders[static_cast<size_t>(ei)].module});
       } else {
-        // The embeddings' gradient goes back through the edges that
-        // delivered the activations.
-        const OpCtx ctx{ir::BACKWARD_INPUT, pt.mb, 0, -1, plan.encoders.front().module};
-        const int32_t ev = ed.event("compute>bnd_send_bwd");
-        const int64_t v = ed.record(compute, ev, ctx);
-        for (int32_t ei = 0; ei < num_enc; ++ei) {
-          const EncoderSlotsIsland& s = slots[static_cast<size_t>(ei)];
-          const std::string bnd = "bnd" + std::to_string(plan.encoders[static_cast<size_t>(ei)].e);
-          const OpCtx ectx{ir::BACKWARD_INPUT, pt.mb, 0, -1, plan.encoders[static_cast<size_t>(ei)].module};
-          for (int32_t q = 0; q < s.llm_peers; ++q) {
-            const int32_t st = ed.stream(bnd + "_send_bwd" + std::to_string(q), ir::BOUNDARY);
-            ed.wait(st, ev, v, ectx);
-            add_send(ed, st, ectx, s.peers[static_cast<size_t>(q)], s.slice_bytes, kBoundaryBwdChannel,
-                     boundary_tag(1, num_enc, ei, m, pt.mb));
-          }
-        }
+        const int32_t st = ed.stream("enc_pp_recv_bwd", ir::ENCODER_COMM);
+        add_recv(ed, st, ctx, s.pp_next, work.p2p_bytes, 1, pp_tag(1, j, i));
+        ed.handoff(st, compute, "enc_pp_recv_bwd>compute", ctx);
       }
-      ed.set_compute_block(nullptr);
-      insertions.push_back({pt.at, std::move(block)});
+      emit_backward(em, work, ctx);
+      if (j > 0 && !enc.frozen) {
+        const int32_t st = ed.stream("enc_pp_send_bwd", ir::ENCODER_COMM);
+        ed.handoff(compute, st, "compute>enc_pp_send_bwd", ctx);
+        add_send(ed, st, ctx, s.pp_prev, work.p2p_bytes, 1, pp_tag(1, j - 1, i));
+      }
     }
-    splice(*cls.mutable_streams(compute), std::move(insertions));
-    drop_empty_streams(cls);
-  };
-  edit_llm_stage0(*p.mutable_classes(leader_class), true);
-  if (llm_tpcp > 1) edit_llm_stage0(*p.mutable_classes(0), false);
+  }
+  // Gradient reduction over the encoder's dp × cp, then its optimizer.
+  const OpCtx dctx{ir::DP_SYNC, 0, 0, -1, enc.module};
+  const OpCtx octx{ir::OPTIMIZER_STEP, 0, 0, -1, enc.module};
+  if (s.dp_cp >= 0 && params.trained > 0) {
+    ed.handoff(compute, enc_dp, "compute>enc_dp", dctx);
+    add_collective(ed, enc_dp, dctx, dist_opt ? ir::REDUCE_SCATTER : ir::ALL_REDUCE, s.dp_cp,
+                   params.trained * model::kFp32);
+    ed.handoff(enc_dp, compute, "enc_dp>compute", octx);
+  }
+  if (params.trained > 0) {
+    const int64_t updated = dist_opt ? (params.trained + dp_cp - 1) / dp_cp : params.trained;
+    for (const model::Kernel& k : model::optimizer_update(updated)) em.kernel(k, octx);
+  }
+  ed.set_compute_block(nullptr);
+  splice(*cls.mutable_streams(compute), {{0, std::move(ops)}});
+  drop_empty_streams(cls);
+  return cls;
+}
 
-  // ---- island classes
-  const auto llm_need = llm_forwards_before_gradient(spec, plan);
-  for (int32_t ei = 0; ei < num_enc; ++ei) {
-    const EncoderPlan& enc = plan.encoders[static_cast<size_t>(ei)];
-    const EncoderSlotsIsland& s = slots[static_cast<size_t>(ei)];
-    const compiler::RankLayout el(enc.dims, enc.rank_order);
-    const int32_t pp = enc.dims.pp, last = pp - 1;
-    const int64_t dp_cp = int64_t{enc.dims.dp} * enc.dims.cp;
-    const std::string bnd = "bnd" + std::to_string(enc.e);
-    // Schedules from the sink upstream: the last stage answers to the LLM,
-    // stage j to stage j + 1.
-    std::vector<std::vector<EncoderAction>> actions(static_cast<size_t>(pp));
-    std::vector<int32_t> need = llm_need, before;
-    for (int32_t j = last; j >= 0; --j) {
-      const bool backward = !enc.frozen || j == last;  // frozen: the projector alone trains
-      actions[static_cast<size_t>(j)] = stage_schedule((last - j) + llm.dims.pp, need, backward, before);
-      need = before;
+// Binds a class of encoder stage j to its ranks: every tp × cp rank of each
+// DP shard, or (last stage, split) the leaders (role 0) or the others.
+void bind_island_class(const EncoderPlan& enc, int32_t j, int32_t role, int32_t class_id, ir::Program& p) {
+  const compiler::RankLayout el(enc.dims, enc.rank_order);
+  const int32_t last = enc.dims.pp - 1;
+  const bool leader_split = enc.dims.tp * enc.dims.cp > 1;
+  for (int32_t k = 0; k < enc.dims.dp; ++k)
+    for (int32_t r : tpcp_ranks(el, enc.first_rank, k, j)) {
+      const bool is_leader = r == leader_rank(el, enc.first_rank, k, j);
+      const bool mine = j != last || !leader_split || (role == 0) == is_leader;
+      if (mine) p.mutable_ranks(r)->set_class_id(class_id);
     }
+}
+
+// Every island class: per encoder and stage, one class (two on the last
+// stage when its tp × cp ranks split into leaders and the rest).
+void add_island_classes(const scenario::Scenario& spec, const Plan& plan, const std::vector<EncoderSlotsIsland>& slots,
+                        ir::Program& p) {
+  const auto llm_need = llm_forwards_before_gradient(spec, plan);
+  for (int32_t ei = 0; ei < static_cast<int32_t>(plan.encoders.size()); ++ei) {
+    const EncoderPlan& enc = plan.encoders[static_cast<size_t>(ei)];
+    const auto actions = island_schedules(enc, plan.llm, llm_need);
+    const int32_t last = enc.dims.pp - 1;
     const bool leader_split = enc.dims.tp * enc.dims.cp > 1;
-    for (int32_t j = 0; j < pp; ++j) {
+    for (int32_t j = 0; j < enc.dims.pp; ++j) {
       for (int32_t role = 0; role < (j == last && leader_split ? 2 : 1); ++role) {
         // role 0: the only class of the stage, or (last stage, split) the
         // leaders; role 1: the last stage's other tp / cp ranks.
         const bool leader = j == last && role == 0;
-        ir::RankClass cls;
-        cls.set_name("enc" + std::to_string(enc.e) + "_pp" + std::to_string(j) + (leader ? "_boundary_leader" : ""));
-        ClassEditor ed(cls);
-        const int32_t compute = ed.compute();
-        std::vector<ir::Op> ops;
-        ed.set_compute_block(&ops);
-        StepEmitter em(ed, s.kernel);
-        const StageWork work = stage_work(spec, enc, j, enc.microbatch_samples, llm.hidden, false);
-        const StageParameters params = stage_parameters(spec, enc, j);
-        add_model_state(*cls.mutable_memory(), params, dp_cp, dist_opt);
-        const int32_t enc_dp = ed.stream("enc_dp", ir::DP_COMM);
-        int64_t gathered = 0;
-        if (dist_opt && s.dp_cp >= 0 && params.trained > 0) {
-          const OpCtx ctx{ir::DP_SYNC, 0, 0, -1, enc.module};
-          add_collective(ed, enc_dp, ctx, ir::ALL_GATHER, s.dp_cp, params.trained * model::kBf16);
-          gathered = ed.record(enc_dp, ed.event("enc_dp>compute"), ctx);
-        }
-        const int64_t num_vs = pp;
-        auto pp_tag = [&](int64_t dir, int64_t receiver, int64_t mb) { return (dir * num_vs + receiver) * m + mb; };
-        bool first_forward = true;
-        for (const EncoderAction& a : actions[static_cast<size_t>(j)]) {
-          const int32_t i = a.microbatch;
-          if (a.forward) {
-            const OpCtx ctx{ir::FORWARD, i, 0, -1, enc.module};
-            if (first_forward && gathered > 0) ed.wait(compute, ed.event("enc_dp>compute"), gathered, ctx);
-            first_forward = false;
-            if (j > 0) {
-              const int32_t st = ed.stream("enc_pp_recv_fwd", ir::ENCODER_COMM);
-              add_recv(ed, st, ctx, s.pp_prev, work.p2p_bytes, 0, pp_tag(0, j, i));
-              ed.handoff(st, compute, "enc_pp_recv_fwd>compute", ctx);
-            }
-            emit_forward(em, work, ctx);
-            if (j < last) {
-              const int32_t st = ed.stream("enc_pp_send_fwd", ir::ENCODER_COMM);
-              ed.handoff(compute, st, "compute>enc_pp_send_fwd", ctx);
-              add_send(ed, st, ctx, s.pp_next, work.p2p_bytes, 0, pp_tag(0, j + 1, i));
-            } else {
-              // The projector's output, whole on the leader: gathered over
-              // the shard's tp × cp ranks when SP / CP split it.
-              int32_t from = compute;
-              std::string from_key = "compute>bnd_send_fwd";
-              if (enc.sharded_output()) {
-                const int32_t g = ed.stream(bnd + "_gather", ir::BOUNDARY);
-                ed.handoff(compute, g, "compute>" + bnd + "_gather", ctx);
-                add_collective(ed, g, ctx, ir::ALL_GATHER, s.enc_gather,
-                               enc.boundary_bytes(enc.microbatch_samples, llm.hidden));
-                from = g;
-                from_key = bnd + "_gather>bnd_send_fwd";
-              }
-              if (leader) {
-                const int32_t ev = ed.event(from_key);
-                const int64_t v = ed.record(from, ev, ctx);
-                for (int32_t q = 0; q < s.enc_peers; ++q) {
-                  const int32_t st = ed.stream(bnd + "_send_fwd" + std::to_string(q), ir::BOUNDARY);
-                  ed.wait(st, ev, v, ctx);
-                  add_send(ed, st, ctx, s.peers[static_cast<size_t>(q)], s.slice_bytes, kBoundaryFwdChannel,
-                           boundary_tag(0, num_enc, ei, m, i));
-                }
-              }
-            }
-          } else {
-            const OpCtx ctx{ir::BACKWARD_INPUT, i, 0, -1, enc.module};
-            if (j == last) {
-              std::vector<std::pair<int32_t, int64_t>> received;
-              if (leader)
-                for (int32_t q = 0; q < s.enc_peers; ++q) {
-                  const std::string name = bnd + "_recv_bwd" + std::to_string(q);
-                  const int32_t st = ed.stream(name, ir::BOUNDARY);
-                  add_recv(ed, st, ctx, s.peers[static_cast<size_t>(q)], s.slice_bytes, kBoundaryBwdChannel,
-                           boundary_tag(1, num_enc, ei, m, i));
-                  const int32_t ev = ed.event(name + ">");
-                  received.push_back({ev, ed.record(st, ev, ctx)});
-                }
-              if (leader_split) {
-                // Mirror of the forward: the leader broadcasts the gradient
-                // of the shard's microbatch to its TP / CP group.
-                const int32_t st = ed.stream(bnd + "_bcast_bwd", ir::BOUNDARY);
-                for (const auto& [ev, v] : received) ed.wait(st, ev, v, ctx);
-                add_collective(ed, st, ctx, ir::BROADCAST, s.enc_bcast,
-                               enc.boundary_bytes(enc.microbatch_samples, llm.hidden));
-                ed.handoff(st, compute, bnd + "_bcast_bwd>compute", ctx);
-              } else {
-                for (const auto& [ev, v] : received) ed.wait(compute, ev, v, ctx);
-              }
-            } else {
-              const int32_t st = ed.stream("enc_pp_recv_bwd", ir::ENCODER_COMM);
-              add_recv(ed, st, ctx, s.pp_next, work.p2p_bytes, 1, pp_tag(1, j, i));
-              ed.handoff(st, compute, "enc_pp_recv_bwd>compute", ctx);
-            }
-            emit_backward(em, work, ctx);
-            if (j > 0 && !enc.frozen) {
-              const int32_t st = ed.stream("enc_pp_send_bwd", ir::ENCODER_COMM);
-              ed.handoff(compute, st, "compute>enc_pp_send_bwd", ctx);
-              add_send(ed, st, ctx, s.pp_prev, work.p2p_bytes, 1, pp_tag(1, j - 1, i));
-            }
-          }
-        }
-        // Gradient reduction over the encoder's dp × cp, then its optimizer.
-        const OpCtx dctx{ir::DP_SYNC, 0, 0, -1, enc.module};
-        const OpCtx octx{ir::OPTIMIZER_STEP, 0, 0, -1, enc.module};
-        if (s.dp_cp >= 0 && params.trained > 0) {
-          ed.handoff(compute, enc_dp, "compute>enc_dp", dctx);
-          add_collective(ed, enc_dp, dctx, dist_opt ? ir::REDUCE_SCATTER : ir::ALL_REDUCE, s.dp_cp,
-                         params.trained * model::kFp32);
-          ed.handoff(enc_dp, compute, "enc_dp>compute", octx);
-        }
-        if (params.trained > 0) {
-          const int64_t updated = dist_opt ? (params.trained + dp_cp - 1) / dp_cp : params.trained;
-          for (const model::Kernel& k : model::optimizer_update(updated)) em.kernel(k, octx);
-        }
-        ed.set_compute_block(nullptr);
-        splice(*cls.mutable_streams(compute), {{0, std::move(ops)}});
-        drop_empty_streams(cls);
         const int32_t class_id = p.classes_size();
-        *p.add_classes() = std::move(cls);
-        // Bind the class to its ranks.
-        for (int32_t k = 0; k < enc.dims.dp; ++k)
-          for (int32_t r : tpcp_ranks(el, enc.first_rank, k, j)) {
-            const bool is_leader = r == leader_rank(el, enc.first_rank, k, j);
-            const bool mine = j != last || !leader_split || (role == 0) == is_leader;
-            if (mine) p.mutable_ranks(r)->set_class_id(class_id);
-          }
+        *p.add_classes() = build_island_class(spec, plan, ei, slots[static_cast<size_t>(ei)], j, leader,
+                                              actions[static_cast<size_t>(j)]);
+        bind_island_class(enc, j, role, class_id, p);
       }
     }
   }
+}
+}  // namespace
+
+void add_encoder_islands(const scenario::LoadedScenario& scenario, const Plan& plan, ir::Program& p) {
+  add_island_ranks(plan, p);
+  Groups groups(p);
+  std::vector<EncoderSlotsIsland> slots;
+  for (const EncoderPlan& enc : plan.encoders) slots.push_back(bind_island_slots(enc, plan.llm, groups, p));
+  const int32_t leader_class = split_llm_stage0_leaders(plan.llm, p);
+  const auto positions = locate_passes(p.classes(0).streams(compute_stream(p.classes(0))), plan.llm.microbatches);
+  edit_llm_stage0(*p.mutable_classes(leader_class), true, plan, slots, positions);
+  if (plan.llm.dims.tp * plan.llm.dims.cp > 1) edit_llm_stage0(*p.mutable_classes(0), false, plan, slots, positions);
+  add_island_classes(scenario.spec, plan, slots, p);
 }
 
 }  // namespace lacuna::placement::hetero
