@@ -422,6 +422,145 @@ void add_into(float* dst, const float* a, const float* b, std::size_t n) {
   for (std::size_t j = 0; j < n; ++j) dst[j] = a[j] + b[j];
 }
 
+// One member's part of a running collective (every member arrived with
+// consistent arguments): what it does alone before the steps (`local`,
+// touching nothing a peer reads) and what it does at each lockstep step with
+// its neighbours. A chain's head starts with its steps done.
+struct MemberSchedule {
+  int total = 0;  // lockstep steps
+  std::function<void()> local;
+  std::function<void(int)> step;
+};
+
+// The algorithm of collective `d` for member `me` of the instance: rings
+// (all-reduce, all-gather, reduce-scatter), direct pairwise (all-to-all) or a
+// pipelined chain from / to the root at member index `root` (broadcast,
+// reduce; runtime/README.md). The steps add the floats they copy from other
+// members' buffers to `received`; the returned functions refer to `inst` and
+// `received`, which must outlive them.
+MemberSchedule member_schedule(const Desc& d, Instance& inst, int me, int root, std::size_t chunk_elements,
+                               std::int64_t& received) {
+  const int n = static_cast<int>(inst.m.size());
+  const std::size_t count = static_cast<std::size_t>(d.count);
+  Member* const mine = &inst.m[static_cast<std::size_t>(me)];
+  const Member* const L = &inst.m[static_cast<std::size_t>(mod(me - 1, n))];
+  Instance* const all = &inst;
+  std::int64_t* const got = &received;
+  MemberSchedule out;
+  switch (d.kind) {
+    case CollectiveKind::kAllReduce:
+      // Ring: reduce-scatter (n-1 steps), then all-gather (n-1 steps). At
+      // reduce-scatter step s member i adds its left neighbour's chunk i-1-s
+      // into its own; it then holds the full sum of chunk i+1. At all-gather
+      // step t it copies the left neighbour's chunk i-t.
+      out.total = 2 * (n - 1);
+      out.step = [mine, L, got, count, n, me](int s) {
+        if (s < n - 1) {
+          const auto [b, len] = chunk(count, n, mod(me - 1 - s, n));
+          add_into(mine->out + b, mine->out + b, L->out + b, len);
+          *got += static_cast<std::int64_t>(len);
+        } else {
+          const auto [b, len] = chunk(count, n, mod(me - (s - (n - 1)), n));
+          std::copy_n(L->out + b, len, mine->out + b);
+          *got += static_cast<std::int64_t>(len);
+        }
+      };
+      break;
+    case CollectiveKind::kAllGather: {
+      // Ring: own block locally; at step t copy block i-1-t from the left
+      // neighbour (its input at t = 0, its output after).
+      const std::size_t m = mine->in_n;
+      out.local = [mine, m, me] {
+        if (mine->in != mine->out + me * m) std::copy_n(mine->in, m, mine->out + me * m);
+      };
+      out.total = n - 1;
+      out.step = [mine, L, got, m, n, me](int t) {
+        const std::size_t blk = static_cast<std::size_t>(mod(me - 1 - t, n));
+        const float* src = t == 0 ? L->in : L->out + blk * m;
+        std::copy_n(src, m, mine->out + blk * m);
+        *got += static_cast<std::int64_t>(m);
+      };
+      break;
+    }
+    case CollectiveKind::kReduceScatter: {
+      // Ring with partial sums: at step s member i produces the partial of
+      // block i-2-s (its input block + the left neighbour's partial from step
+      // s-1, or the left neighbour's input block at s = 0) into scratch
+      // (double-buffered, the right neighbour reads the previous one), the
+      // last step (block i) into the output.
+      const std::size_t m = mine->out_n;
+      out.local = [mine, m, n] {
+        if (n == 1 && mine->out != mine->in) std::copy_n(mine->in, m, mine->out);
+      };
+      out.total = n - 1;
+      out.step = [mine, L, got, m, n, me](int s) {
+        const std::size_t blk = static_cast<std::size_t>(mod(me - 2 - s, n));
+        const float* other = s == 0 ? L->in + blk * m : L->scratch.data() + ((s - 1) % 2) * m;
+        float* dst = s == n - 2 ? mine->out : mine->scratch.data() + (s % 2) * m;
+        add_into(dst, mine->in + blk * m, other, m);
+        *got += static_cast<std::int64_t>(m);
+      };
+      break;
+    }
+    case CollectiveKind::kAllToAll: {
+      // Direct pairwise: own block locally, then in round r the block from
+      // member i-r (every input is stable until every member is done).
+      const std::size_t m = mine->in_n / n;
+      out.local = [mine, m, me] { std::copy_n(mine->in + me * m, m, mine->out + me * m); };
+      out.total = n > 1 ? 1 : 0;
+      out.step = [mine, all, got, m, n, me](int) {
+        for (int r = 1; r < n; ++r) {
+          const int j = mod(me - r, n);
+          std::copy_n(all->m[static_cast<std::size_t>(j)].in + me * m, m, mine->out + j * m);
+          *got += static_cast<std::int64_t>(m);
+        }
+      };
+      break;
+    }
+    case CollectiveKind::kBroadcast: {
+      // Pipelined chain along the ring from the root: the member at distance
+      // d copies slice s-d+1 from its left neighbour at step s.
+      const int dist = mod(me - root, n);
+      const std::size_t cs = std::max<std::size_t>(1, chunk_elements);
+      const std::size_t slices = std::max<std::size_t>(1, (count + cs - 1) / cs);
+      out.total = n > 1 ? static_cast<int>(slices) + n - 2 : 0;
+      if (dist == 0) mine->done = out.total;  // the root's data is ready; it never writes
+      out.step = [mine, L, got, dist, cs, slices, count](int s) {
+        const std::int64_t k = static_cast<std::int64_t>(s) - dist + 1;
+        if (k < 0 || k >= static_cast<std::int64_t>(slices)) return;
+        const std::size_t b = static_cast<std::size_t>(k) * cs, len = std::min(cs, count - b);
+        std::copy_n(L->out + b, len, mine->out + b);
+        *got += static_cast<std::int64_t>(len);
+      };
+      break;
+    }
+    case CollectiveKind::kReduce: {
+      // Pipelined chain ending at the root: position p = distance after the
+      // root; p = 0 only provides its input, p >= 1 adds its input to the
+      // left neighbour's partial slice s-p+1; the root (p = n-1) writes its output.
+      const int p = mod(me - root - 1, n);
+      const std::size_t cs = std::max<std::size_t>(1, chunk_elements);
+      const std::size_t slices = std::max<std::size_t>(1, (count + cs - 1) / cs);
+      out.local = [mine, count, n] {
+        if (n == 1 && mine->out != mine->in) std::copy_n(mine->in, count, mine->out);
+      };
+      out.total = n > 1 ? static_cast<int>(slices) + n - 2 : 0;
+      if (p == 0) mine->done = out.total;
+      out.step = [mine, L, got, p, cs, slices, count, n](int s) {
+        const std::int64_t k = static_cast<std::int64_t>(s) - p + 1;
+        if (k < 0 || k >= static_cast<std::int64_t>(slices)) return;
+        const std::size_t b = static_cast<std::size_t>(k) * cs, len = std::min(cs, count - b);
+        const float* partial = p == 1 ? L->in : L->scratch.data();
+        float* dst = p == n - 1 ? mine->out : mine->scratch.data();
+        add_into(dst + b, mine->in + b, partial + b, len);
+        *got += static_cast<std::int64_t>(len);
+      };
+      break;
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 CallStats Communicator::Impl::collective(int rank, int group_id, Call call, std::string_view label) {
@@ -524,133 +663,19 @@ CallStats Communicator::Impl::collective(int rank, int group_id, Call call, std:
   // until the collective completes.
   reg.set_running();
   const Desc d = call.desc;
-  const std::size_t count = static_cast<std::size_t>(d.count);
   const int left = mod(me - 1, n), right = mod(me + 1, n);
-  const Member& L = inst->m[left];
   std::int64_t received = 0;  // floats copied from other members' buffers
 
-  int total = 0;
-  std::size_t slices = 1;
-  std::function<void()> local;  // this member's own part, touching nothing a peer reads
-  std::function<void(int)> step;
-  switch (d.kind) {
-    case CollectiveKind::kAllReduce:
-      // Ring: reduce-scatter (n-1 steps), then all-gather (n-1 steps). At
-      // reduce-scatter step s member i adds its left neighbour's chunk i-1-s
-      // into its own; it then holds the full sum of chunk i+1. At all-gather
-      // step t it copies the left neighbour's chunk i-t.
-      total = 2 * (n - 1);
-      step = [&](int s) {
-        if (s < n - 1) {
-          const auto [b, len] = chunk(count, n, mod(me - 1 - s, n));
-          add_into(mine.out + b, mine.out + b, L.out + b, len);
-          received += static_cast<std::int64_t>(len);
-        } else {
-          const auto [b, len] = chunk(count, n, mod(me - (s - (n - 1)), n));
-          std::copy_n(L.out + b, len, mine.out + b);
-          received += static_cast<std::int64_t>(len);
-        }
-      };
-      break;
-    case CollectiveKind::kAllGather: {
-      // Ring: own block locally; at step t copy block i-1-t from the left
-      // neighbour (its input at t = 0, its output after).
-      const std::size_t m = mine.in_n;
-      local = [&, m] {
-        if (mine.in != mine.out + me * m) std::copy_n(mine.in, m, mine.out + me * m);
-      };
-      total = n - 1;
-      step = [&, m](int t) {
-        const std::size_t blk = static_cast<std::size_t>(mod(me - 1 - t, n));
-        const float* src = t == 0 ? L.in : L.out + blk * m;
-        std::copy_n(src, m, mine.out + blk * m);
-        received += static_cast<std::int64_t>(m);
-      };
-      break;
-    }
-    case CollectiveKind::kReduceScatter: {
-      // Ring with partial sums: at step s member i produces the partial of
-      // block i-2-s (its input block + the left neighbour's partial from step
-      // s-1, or the left neighbour's input block at s = 0) into scratch
-      // (double-buffered, the right neighbour reads the previous one), the
-      // last step (block i) into the output.
-      const std::size_t m = mine.out_n;
-      local = [&, m] {
-        if (n == 1 && mine.out != mine.in) std::copy_n(mine.in, m, mine.out);
-      };
-      total = n - 1;
-      step = [&, m](int s) {
-        const std::size_t blk = static_cast<std::size_t>(mod(me - 2 - s, n));
-        const float* other = s == 0 ? L.in + blk * m : L.scratch.data() + ((s - 1) % 2) * m;
-        float* dst = s == n - 2 ? mine.out : mine.scratch.data() + (s % 2) * m;
-        add_into(dst, mine.in + blk * m, other, m);
-        received += static_cast<std::int64_t>(m);
-      };
-      break;
-    }
-    case CollectiveKind::kAllToAll: {
-      // Direct pairwise: own block locally, then in round r the block from
-      // member i-r (every input is stable until every member is done).
-      const std::size_t m = mine.in_n / n;
-      local = [&, m] { std::copy_n(mine.in + me * m, m, mine.out + me * m); };
-      total = n > 1 ? 1 : 0;
-      step = [&, m](int) {
-        for (int r = 1; r < n; ++r) {
-          const int j = mod(me - r, n);
-          std::copy_n(inst->m[j].in + me * m, m, mine.out + j * m);
-          received += static_cast<std::int64_t>(m);
-        }
-      };
-      break;
-    }
-    case CollectiveKind::kBroadcast: {
-      // Pipelined chain along the ring from the root: the member at distance
-      // d copies slice s-d+1 from its left neighbour at step s.
-      const int root = static_cast<int>(std::lower_bound(g.ranks.begin(), g.ranks.end(), d.root) - g.ranks.begin());
-      const int dist = mod(me - root, n);
-      const std::size_t cs = std::max<std::size_t>(1, options.pipeline_chunk_elements);
-      slices = std::max<std::size_t>(1, (count + cs - 1) / cs);
-      total = n > 1 ? static_cast<int>(slices) + n - 2 : 0;
-      if (dist == 0) mine.done = total;  // the root's data is ready; it never writes
-      step = [&, dist, cs](int s) {
-        const std::int64_t k = static_cast<std::int64_t>(s) - dist + 1;
-        if (k < 0 || k >= static_cast<std::int64_t>(slices)) return;
-        const std::size_t b = static_cast<std::size_t>(k) * cs, len = std::min(cs, count - b);
-        std::copy_n(L.out + b, len, mine.out + b);
-        received += static_cast<std::int64_t>(len);
-      };
-      break;
-    }
-    case CollectiveKind::kReduce: {
-      // Pipelined chain ending at the root: position p = distance after the
-      // root; p = 0 only provides its input, p >= 1 adds its input to the
-      // left neighbour's partial slice s-p+1; the root (p = n-1) writes its output.
-      const int root = static_cast<int>(std::lower_bound(g.ranks.begin(), g.ranks.end(), d.root) - g.ranks.begin());
-      const int p = mod(me - root - 1, n);
-      const std::size_t cs = std::max<std::size_t>(1, options.pipeline_chunk_elements);
-      slices = std::max<std::size_t>(1, (count + cs - 1) / cs);
-      local = [&] {
-        if (n == 1 && mine.out != mine.in) std::copy_n(mine.in, count, mine.out);
-      };
-      total = n > 1 ? static_cast<int>(slices) + n - 2 : 0;
-      if (p == 0) mine.done = total;
-      step = [&, p, cs](int s) {
-        const std::int64_t k = static_cast<std::int64_t>(s) - p + 1;
-        if (k < 0 || k >= static_cast<std::int64_t>(slices)) return;
-        const std::size_t b = static_cast<std::size_t>(k) * cs, len = std::min(cs, count - b);
-        const float* partial = p == 1 ? L.in : L.scratch.data();
-        float* dst = p == n - 1 ? mine.out : mine.scratch.data();
-        add_into(dst + b, mine.in + b, partial + b, len);
-        received += static_cast<std::int64_t>(len);
-      };
-      break;
-    }
-  }
+  const int root = has_root(d.kind)
+                       ? static_cast<int>(std::lower_bound(g.ranks.begin(), g.ranks.end(), d.root) - g.ranks.begin())
+                       : -1;
+  const MemberSchedule schedule = member_schedule(d, *inst, me, root, options.pipeline_chunk_elements, received);
+  const int total = schedule.total;
 
   if (mine.done > 0) g.cv.notify_all();  // a chain's head: its data was ready on arrival
-  if (local) {
+  if (schedule.local) {
     lk.unlock();
-    local();
+    schedule.local();
     lk.lock();
   }
 
@@ -662,7 +687,7 @@ CallStats Communicator::Impl::collective(int rank, int group_id, Call call, std:
     if (mine.done > s) continue;
     g.cv.wait(lk, [&] { return inst->m[left].done >= s && inst->m[right].done >= s; });
     lk.unlock();
-    step(s);
+    schedule.step(s);
     lk.lock();
     mine.done = s + 1;
     g.cv.notify_all();
