@@ -98,6 +98,59 @@ class ClassEditor {
   std::map<std::string, int32_t> events_;
 };
 
+// One class being built (Emitter::build_class): LLM stage s's class for
+// encoder slice c, and what the encoder's GPU there does.
+struct ClassBuild {
+  ClassBuild(const ir::RankClass& llm_class, int32_t stage, int32_t slice, const Geometry& geo, const Schedule& sched,
+             const EncoderWork& work, const Slots& slots, int32_t slices, int32_t stages)
+      : cls(llm_class),
+        ed(cls),
+        compute(find_stream(cls, "compute")),
+        s(stage),
+        c(slice),
+        e(geo.pipeline(stage, slice * geo.tp_enc)),
+        j(geo.encoder_stage(stage)),
+        g(e * stages + j),
+        gp(sched.gpus[static_cast<size_t>(g)]),
+        sw(work.stages[static_cast<size_t>(j)]),
+        dp_ops(slots.enc_dp >= 0 && sw.data_parallel()),
+        gathers(dp_ops ? sw.gathers() : 0),
+        buckets(dp_ops ? static_cast<int32_t>(sw.buckets.size()) : 0),
+        handovers(work.overlap_grad_reduce ? buckets : (buckets > 0 ? 1 : 0)),
+        last(j == stages - 1),
+        recv_fwd(j > 0),
+        send_fwd(j + 1 < stages),
+        recv_bwd(j + 1 < stages && work.backward_p2p()),
+        send_bwd(j > 0 && work.backward_p2p()) {
+    cls.set_name(cls.name() + "_enc" + std::to_string(slice));
+    // Reduction handovers of the GPU's last backward pass: after op k.
+    if (dp_ops && work.overlap_grad_reduce)
+      for (const DpBucket& bk : sw.buckets) handover_after.push_back(bk.backward_op);
+    if (last)
+      for (int32_t k = 0; k < slices; ++k) (geo.boundary_self(e, k) ? self_receivers : other_receivers)++;
+  }
+
+  void add(int32_t position, int32_t priority, int32_t direction, int32_t x, ir::Op op) {
+    ins.push_back({position, priority, direction, x, seq++, std::move(op)});
+  }
+
+  ir::RankClass cls;
+  ClassEditor ed;
+  const int32_t compute;
+  const int32_t s, c;  // LLM stage, encoder slice
+  const int32_t e, j, g;  // encoder pipeline, its stage, the GPU (e · P + j)
+  const GpuPlacement& gp;
+  const StageWork& sw;
+  const bool dp_ops;
+  const int32_t gathers, buckets, handovers;
+  std::vector<int32_t> handover_after;
+  const bool last;
+  int32_t self_receivers = 0, other_receivers = 0;  // boundary slices on this GPU's node or not
+  const bool recv_fwd, send_fwd, recv_bwd, send_bwd;
+  std::vector<Ins> ins;  // compute-stream insertions
+  int64_t seq = 0;
+};
+
 class Emitter {
  public:
   Emitter(const ir::Program& llm, const LlmTimeline& tl, const EncoderWork& work, const Schedule& sched)
@@ -142,66 +195,52 @@ class Emitter {
   // ---------------------------------------------------------------- classes
 
   ir::RankClass build_class(int32_t s, int32_t c) {
-    ir::RankClass cls = llm_.classes(s);
-    cls.set_name(cls.name() + "_enc" + std::to_string(c));
-    ClassEditor ed(cls);
-    const int32_t compute = find_stream(cls, "compute");
-    const int32_t e = geo_.pipeline(s, c * geo_.tp_enc), j = geo_.encoder_stage(s);
-    const int32_t g = e * P_ + j;
-    const GpuPlacement& gp = sched_.gpus[static_cast<size_t>(g)];
-    const StageWork& sw = work_.stages[static_cast<size_t>(j)];
-    std::vector<Ins> ins;
-    int64_t seq = 0;
-    auto add = [&](int32_t position, int32_t priority, int32_t direction, int32_t x, ir::Op op) {
-      ins.push_back({position, priority, direction, x, seq++, std::move(op)});
-    };
+    ClassBuild cb(llm_.classes(s), s, c, geo_, sched_, work_, slots_, R_, P_);
+    add_encoder_dp(cb);
+    add_encoder_passes(cb);
+    add_pipeline_streams(cb);
+    add_boundary_sender(cb);
+    add_boundary_receiver(cb);
+    splice_and_step(cb);
+    add_encoder_state(cb);
+    return std::move(cb.cls);
+  }
 
-    const bool dp_ops = slots_.enc_dp >= 0 && sw.data_parallel();
-    // ---- encoder data parallelism: per bucket, gathers (forward order) at
-    // iteration start, reductions (gradient-ready order) as the last
-    // backward completes each bucket (or all after it), one event each way;
-    // the optimizer runs after the LLM's.
-    const int32_t gathers = dp_ops ? sw.gathers() : 0;
-    const int32_t buckets = dp_ops ? static_cast<int32_t>(sw.buckets.size()) : 0;
-    const int32_t handovers = work_.overlap_grad_reduce ? buckets : (buckets > 0 ? 1 : 0);
-    if (dp_ops) {
-      ir::Stream& dp = ed.stream("enc_dp", ir::DP_COMM);
-      const int32_t from = ed.event("enc_dp_to_compute"), to = ed.event("compute_to_enc_dp");
-      for (int32_t k = buckets - 1; k >= 0 && gathers > 0; --k) {
-        ir::Op op = make_op(ir::DP_SYNC, 0);
-        op.mutable_collective()->set_kind(ir::ALL_GATHER);
-        op.mutable_collective()->set_group_slot(slots_.enc_dp);
-        op.mutable_collective()->set_bytes(sw.buckets[static_cast<size_t>(k)].gather_bytes);
-        *dp.add_ops() = op;
-        *dp.add_ops() = record_op(ir::DP_SYNC, 0, from);
-      }
-      for (int32_t k = 0; k < buckets; ++k) {
-        *dp.add_ops() = wait_op(ir::DP_SYNC, 0, to, work_.overlap_grad_reduce ? k + 1 : 1);
-        ir::Op op = make_op(ir::DP_SYNC, 0);
-        op.mutable_collective()->set_kind(work_.distributed_optimizer ? ir::REDUCE_SCATTER : ir::ALL_REDUCE);
-        op.mutable_collective()->set_group_slot(slots_.enc_dp);
-        op.mutable_collective()->set_bytes(sw.buckets[static_cast<size_t>(k)].reduce_bytes);
-        *dp.add_ops() = op;
-      }
+  // Encoder data parallelism: per bucket, gathers (forward order) at
+  // iteration start, reductions (gradient-ready order) as the last
+  // backward completes each bucket (or all after it), one event each way;
+  // the optimizer runs after the LLM's.
+  void add_encoder_dp(ClassBuild& cb) {
+    if (!cb.dp_ops) return;
+    ir::Stream& dp = cb.ed.stream("enc_dp", ir::DP_COMM);
+    const int32_t from = cb.ed.event("enc_dp_to_compute"), to = cb.ed.event("compute_to_enc_dp");
+    for (int32_t k = cb.buckets - 1; k >= 0 && cb.gathers > 0; --k) {
+      ir::Op op = make_op(ir::DP_SYNC, 0);
+      op.mutable_collective()->set_kind(ir::ALL_GATHER);
+      op.mutable_collective()->set_group_slot(slots_.enc_dp);
+      op.mutable_collective()->set_bytes(cb.sw.buckets[static_cast<size_t>(k)].gather_bytes);
+      *dp.add_ops() = op;
       *dp.add_ops() = record_op(ir::DP_SYNC, 0, from);
     }
-    // Reduction handovers of the GPU's last backward pass: after op k.
-    std::vector<int32_t> handover_after;
-    if (dp_ops && work_.overlap_grad_reduce)
-      for (const DpBucket& bk : sw.buckets) handover_after.push_back(bk.backward_op);
+    for (int32_t k = 0; k < cb.buckets; ++k) {
+      *dp.add_ops() = wait_op(ir::DP_SYNC, 0, to, work_.overlap_grad_reduce ? k + 1 : 1);
+      ir::Op op = make_op(ir::DP_SYNC, 0);
+      op.mutable_collective()->set_kind(work_.distributed_optimizer ? ir::REDUCE_SCATTER : ir::ALL_REDUCE);
+      op.mutable_collective()->set_group_slot(slots_.enc_dp);
+      op.mutable_collective()->set_bytes(cb.sw.buckets[static_cast<size_t>(k)].reduce_bytes);
+      *dp.add_ops() = op;
+    }
+    *dp.add_ops() = record_op(ir::DP_SYNC, 0, from);
+  }
 
-    // ---- encoder passes
-    const bool last = j == P_ - 1;
-    int32_t self_receivers = 0, other_receivers = 0;
-    if (last)
-      for (int32_t k = 0; k < R_; ++k) (geo_.boundary_self(e, k) ? self_receivers : other_receivers)++;
-    const bool recv_fwd = j > 0, send_fwd = j + 1 < P_;
-    const bool recv_bwd = j + 1 < P_ && work_.backward_p2p(), send_bwd = j > 0 && work_.backward_p2p();
+  // The encoder passes where the scheduler put them, with their inputs
+  // waited for before and their outputs recorded after, and the DP handovers.
+  void add_encoder_passes(ClassBuild& cb) {
     int64_t tp_count[2] = {0, 0};
     for (int dir = 0; dir < 2; ++dir) {
       const bool backward = dir == 1;
-      const auto& passes = backward ? gp.backward : gp.forward;
-      const Pass& tmpl = backward ? sw.backward : sw.forward;
+      const auto& passes = backward ? cb.gp.backward : cb.gp.forward;
+      const Pass& tmpl = backward ? cb.sw.backward : cb.sw.forward;
       const ir::Phase phase = backward ? ir::BACKWARD_INPUT : ir::FORWARD;
       const std::string tp_name = backward ? "enc_tp_bwd" : "enc_tp_fwd";
       for (size_t xi = 0; xi < passes.size(); ++xi) {
@@ -212,15 +251,15 @@ class Emitter {
         const int32_t first_pos = pass.segments.front().position, last_pos = pass.segments.back().position;
         // Before the pass: its inputs.
         if (!backward) {
-          if (recv_fwd) add(first_pos, kEncoder, dir, x, wait_op(phase, i, ed.event("enc_recv_fwd_to_compute"), x + 1));
-        } else if (last) {
-          if (other_receivers > 0)
-            add(first_pos, kEncoder, dir, x, wait_op(phase, i, ed.event("bnd_recv_bwd_to_compute"), x + 1));
-          if (self_receivers > 0) add(first_pos, kEncoder, dir, x, wait_op(phase, i, ed.event("bnd_self_bwd"), x + 1));
-        } else if (recv_bwd) {
-          add(first_pos, kEncoder, dir, x, wait_op(phase, i, ed.event("enc_recv_bwd_to_compute"), x + 1));
+          if (cb.recv_fwd) cb.add(first_pos, kEncoder, dir, x, wait_op(phase, i, cb.ed.event("enc_recv_fwd_to_compute"), x + 1));
+        } else if (cb.last) {
+          if (cb.other_receivers > 0)
+            cb.add(first_pos, kEncoder, dir, x, wait_op(phase, i, cb.ed.event("bnd_recv_bwd_to_compute"), x + 1));
+          if (cb.self_receivers > 0) cb.add(first_pos, kEncoder, dir, x, wait_op(phase, i, cb.ed.event("bnd_self_bwd"), x + 1));
+        } else if (cb.recv_bwd) {
+          cb.add(first_pos, kEncoder, dir, x, wait_op(phase, i, cb.ed.event("enc_recv_bwd_to_compute"), x + 1));
         }
-        // The pass's ops where the scheduler put them.
+        // The pass'cb.s ops where the scheduler put them.
         std::vector<int64_t> record_value(tmpl.ops.size(), 0);
         for (const Segment& seg : pass.segments) {
           for (int32_t k = seg.begin; k < seg.end; ++k) {
@@ -228,18 +267,18 @@ class Emitter {
             ir::Op op = po.op;
             op.set_microbatch(i);
             op.set_chunk(0);
-            // The GPU's first forward waits for the parameter gathers.
-            if (!backward && x == 0 && gathers > 0 && sw.first_forward_gate_value[static_cast<size_t>(k)] > 0)
-              add(seg.position, kEncoder, dir, x,
-                  wait_op(ir::DP_SYNC, i, ed.event("enc_dp_to_compute"), sw.first_forward_gate_value[static_cast<size_t>(k)]));
+            // The GPU'cb.s first forward waits for the parameter cb.gathers.
+            if (!backward && x == 0 && cb.gathers > 0 && cb.sw.first_forward_gate_value[static_cast<size_t>(k)] > 0)
+              cb.add(seg.position, kEncoder, dir, x,
+                  wait_op(ir::DP_SYNC, i, cb.ed.event("enc_dp_to_compute"), cb.sw.first_forward_gate_value[static_cast<size_t>(k)]));
             if (po.kind == PassOp::kKernel) {
-              add(seg.position, kEncoder, dir, x, std::move(op));
+              cb.add(seg.position, kEncoder, dir, x, std::move(op));
             } else if (po.kind == PassOp::kCollective) {
               if (slots_.enc_tp < 0) throw Error("Optimus: encoder TP collective without an encoder TP group");
-              ir::Stream& tp = ed.stream(tp_name, ir::ENCODER_COMM);
-              const int32_t to = ed.event("compute_to_" + tp_name), from = ed.event(tp_name + "_to_compute");
+              ir::Stream& tp = cb.ed.stream(tp_name, ir::ENCODER_COMM);
+              const int32_t to = cb.ed.event("compute_to_" + tp_name), from = cb.ed.event(tp_name + "_to_compute");
               const int64_t n = ++tp_count[dir];
-              add(seg.position, kEncoder, dir, x, record_op(op.phase(), i, to));
+              cb.add(seg.position, kEncoder, dir, x, record_op(op.phase(), i, to));
               *tp.add_ops() = wait_op(op.phase(), i, to, n);
               op.mutable_collective()->set_group_slot(slots_.enc_tp);
               *tp.add_ops() = op;
@@ -247,117 +286,128 @@ class Emitter {
               record_value[static_cast<size_t>(k)] = n;
             } else {
               const int64_t v = record_value[static_cast<size_t>(po.waits_for)];
-              add(seg.position, kEncoder, dir, x, wait_op(op.phase(), i, ed.event(tp_name + "_to_compute"), v));
+              cb.add(seg.position, kEncoder, dir, x, wait_op(op.phase(), i, cb.ed.event(tp_name + "_to_compute"), v));
             }
             if (backward && x + 1 == static_cast<int32_t>(passes.size()) &&
-                std::find(handover_after.begin(), handover_after.end(), k) != handover_after.end())
-              add(seg.position, kEncoder, dir, x, record_op(ir::DP_SYNC, i, ed.event("compute_to_enc_dp")));
+                std::find(cb.handover_after.begin(), cb.handover_after.end(), k) != cb.handover_after.end())
+              cb.add(seg.position, kEncoder, dir, x, record_op(ir::DP_SYNC, i, cb.ed.event("compute_to_enc_dp")));
           }
         }
         // After the pass: its outputs.
         if (!backward) {
-          if (send_fwd) add(last_pos, kEncoder, dir, x, record_op(phase, i, ed.event("compute_to_enc_send_fwd")));
-          if (last && other_receivers > 0)
-            add(last_pos, kEncoder, dir, x, record_op(phase, i, ed.event("compute_to_bnd_send_fwd")));
-          if (last && self_receivers > 0) add(last_pos, kEncoder, dir, x, record_op(phase, i, ed.event("bnd_self_fwd")));
+          if (cb.send_fwd) cb.add(last_pos, kEncoder, dir, x, record_op(phase, i, cb.ed.event("compute_to_enc_send_fwd")));
+          if (cb.last && cb.other_receivers > 0)
+            cb.add(last_pos, kEncoder, dir, x, record_op(phase, i, cb.ed.event("compute_to_bnd_send_fwd")));
+          if (cb.last && cb.self_receivers > 0) cb.add(last_pos, kEncoder, dir, x, record_op(phase, i, cb.ed.event("bnd_self_fwd")));
         } else {
-          if (send_bwd) add(last_pos, kEncoder, dir, x, record_op(phase, i, ed.event("compute_to_enc_send_bwd")));
-          if (dp_ops && !work_.overlap_grad_reduce && x + 1 == static_cast<int32_t>(passes.size()))
-            add(last_pos, kEncoder, dir, x, record_op(ir::DP_SYNC, i, ed.event("compute_to_enc_dp")));
+          if (cb.send_bwd) cb.add(last_pos, kEncoder, dir, x, record_op(phase, i, cb.ed.event("compute_to_enc_send_bwd")));
+          if (cb.dp_ops && !work_.overlap_grad_reduce && x + 1 == static_cast<int32_t>(passes.size()))
+            cb.add(last_pos, kEncoder, dir, x, record_op(ir::DP_SYNC, i, cb.ed.event("compute_to_enc_dp")));
         }
       }
     }
     // Nothing to reduce from here (no microbatch): hand the zero gradients
     // to the reduction at once.
-    if (dp_ops && gp.backward.empty())
-      for (int32_t k = 0; k < handovers; ++k)
-        add(tl_.stages[static_cast<size_t>(s)].pre_position, kEncoder, -1, 0,
-            record_op(ir::DP_SYNC, 0, ed.event("compute_to_enc_dp")));
+    if (cb.dp_ops && cb.gp.backward.empty())
+      for (int32_t k = 0; k < cb.handovers; ++k)
+        cb.add(tl_.stages[static_cast<size_t>(cb.s)].pre_position, kEncoder, -1, 0,
+            record_op(ir::DP_SYNC, 0, cb.ed.event("compute_to_enc_dp")));
+  }
 
-    // ---- communication streams of the encoder pipeline, in microbatch order
-    const auto& fwd = gp.forward;
-    const auto& bwd = gp.backward;
+  // The communication streams of the encoder pipeline, in microbatch order.
+  void add_pipeline_streams(ClassBuild& cb) {
+    const auto& fwd = cb.gp.forward;
+    const auto& bwd = cb.gp.backward;
     const int64_t n_pp = static_cast<int64_t>(P_) * N_;
-    if (send_fwd && !fwd.empty()) {
-      ir::Stream& st = ed.stream("enc_send_fwd", ir::ENCODER_COMM);
-      const int32_t ev = ed.event("compute_to_enc_send_fwd");
+    if (cb.send_fwd && !fwd.empty()) {
+      ir::Stream& st = cb.ed.stream("enc_send_fwd", ir::ENCODER_COMM);
+      const int32_t ev = cb.ed.event("compute_to_enc_send_fwd");
       for (size_t x = 0; x < fwd.size(); ++x) {
         const int32_t i = fwd[x].llm_microbatch;
         *st.add_ops() = wait_op(ir::FORWARD, i, ev, static_cast<int64_t>(x) + 1);
         *st.add_ops() = send_op(ir::FORWARD, i, compiler::kSlotPpNext, work_.p2p_forward_bytes, kChannelEncoderForward,
-                                (j + 1) * static_cast<int64_t>(N_) + i);
+                                (cb.j + 1) * static_cast<int64_t>(N_) + i);
       }
     }
-    if (recv_fwd && !fwd.empty()) {
-      ir::Stream& st = ed.stream("enc_recv_fwd", ir::ENCODER_COMM);
-      const int32_t ev = ed.event("enc_recv_fwd_to_compute");
+    if (cb.recv_fwd && !fwd.empty()) {
+      ir::Stream& st = cb.ed.stream("enc_recv_fwd", ir::ENCODER_COMM);
+      const int32_t ev = cb.ed.event("enc_recv_fwd_to_compute");
       for (const PlacedPass& p : fwd) {
         *st.add_ops() = recv_op(ir::FORWARD, p.llm_microbatch, compiler::kSlotPpPrev, work_.p2p_forward_bytes,
-                                kChannelEncoderForward, j * static_cast<int64_t>(N_) + p.llm_microbatch);
+                                kChannelEncoderForward, cb.j * static_cast<int64_t>(N_) + p.llm_microbatch);
         *st.add_ops() = record_op(ir::FORWARD, p.llm_microbatch, ev);
       }
     }
-    if (send_bwd && !bwd.empty()) {
-      ir::Stream& st = ed.stream("enc_send_bwd", ir::ENCODER_COMM);
-      const int32_t ev = ed.event("compute_to_enc_send_bwd");
+    if (cb.send_bwd && !bwd.empty()) {
+      ir::Stream& st = cb.ed.stream("enc_send_bwd", ir::ENCODER_COMM);
+      const int32_t ev = cb.ed.event("compute_to_enc_send_bwd");
       for (size_t x = 0; x < bwd.size(); ++x) {
         const int32_t i = bwd[x].llm_microbatch;
         *st.add_ops() = wait_op(ir::BACKWARD_INPUT, i, ev, static_cast<int64_t>(x) + 1);
         *st.add_ops() = send_op(ir::BACKWARD_INPUT, i, compiler::kSlotPpPrev, work_.p2p_backward_bytes,
-                                kChannelEncoderBackward, n_pp + (j - 1) * static_cast<int64_t>(N_) + i);
+                                kChannelEncoderBackward, n_pp + (cb.j - 1) * static_cast<int64_t>(N_) + i);
       }
     }
-    if (recv_bwd && !bwd.empty()) {
-      ir::Stream& st = ed.stream("enc_recv_bwd", ir::ENCODER_COMM);
-      const int32_t ev = ed.event("enc_recv_bwd_to_compute");
+    if (cb.recv_bwd && !bwd.empty()) {
+      ir::Stream& st = cb.ed.stream("enc_recv_bwd", ir::ENCODER_COMM);
+      const int32_t ev = cb.ed.event("enc_recv_bwd_to_compute");
       for (const PlacedPass& p : bwd) {
         *st.add_ops() = recv_op(ir::BACKWARD_INPUT, p.llm_microbatch, compiler::kSlotPpNext, work_.p2p_backward_bytes,
-                                kChannelEncoderBackward, n_pp + j * static_cast<int64_t>(N_) + p.llm_microbatch);
+                                kChannelEncoderBackward, n_pp + cb.j * static_cast<int64_t>(N_) + p.llm_microbatch);
         *st.add_ops() = record_op(ir::BACKWARD_INPUT, p.llm_microbatch, ev);
       }
     }
-    // ---- boundary, encoder side (pipeline's last stage)
-    if (last && other_receivers > 0 && !fwd.empty()) {
-      ir::Stream& send = ed.stream("bnd_send_fwd", ir::BOUNDARY);
-      const int32_t ev = ed.event("compute_to_bnd_send_fwd");
+  }
+
+  // The boundary, encoder side (the pipeline's last stage): embeddings out,
+  // their gradients back in.
+  void add_boundary_sender(ClassBuild& cb) {
+    const auto& fwd = cb.gp.forward;
+    const auto& bwd = cb.gp.backward;
+    if (cb.last && cb.other_receivers > 0 && !fwd.empty()) {
+      ir::Stream& send = cb.ed.stream("bnd_send_fwd", ir::BOUNDARY);
+      const int32_t ev = cb.ed.event("compute_to_bnd_send_fwd");
       for (size_t x = 0; x < fwd.size(); ++x) {
         const int32_t i = fwd[x].llm_microbatch;
         *send.add_ops() = wait_op(ir::FORWARD, i, ev, static_cast<int64_t>(x) + 1);
         for (int32_t k = 0; k < R_; ++k)
-          if (!geo_.boundary_self(e, k))
+          if (!geo_.boundary_self(cb.e, k))
             *send.add_ops() =
                 send_op(ir::FORWARD, i, slots_.dst_base + k, work_.boundary_bytes, kChannelBoundaryForward, i);
       }
-      ir::Stream& recv = ed.stream("bnd_recv_bwd", ir::BOUNDARY);
-      const int32_t rev = ed.event("bnd_recv_bwd_to_compute");
+      ir::Stream& recv = cb.ed.stream("bnd_recv_bwd", ir::BOUNDARY);
+      const int32_t rev = cb.ed.event("bnd_recv_bwd_to_compute");
       for (size_t x = 0; x < bwd.size(); ++x) {
         const int32_t i = bwd[x].llm_microbatch;
         for (int32_t k = 0; k < R_; ++k)
-          if (!geo_.boundary_self(e, k))
+          if (!geo_.boundary_self(cb.e, k))
             *recv.add_ops() = recv_op(ir::BACKWARD_INPUT, i, slots_.dst_base + k, work_.boundary_bytes,
                                       kChannelBoundaryBackward, i);
         *recv.add_ops() = record_op(ir::BACKWARD_INPUT, i, rev);
       }
     }
-    // ---- boundary, LLM side (stage 0): wait for microbatch i's embeddings
-    // before its forward on chunk 0, hand its gradient back after the last
-    // input-gradient kernel.
-    if (s == 0) {
+  }
+
+  // The boundary, LLM side (stage 0): wait for microbatch i's embeddings
+  // before its forward on chunk 0, hand its gradient back after the last
+  // input-gradient kernel.
+  void add_boundary_receiver(ClassBuild& cb) {
+    if (cb.s == 0) {
       int64_t other = 0, self = 0;
       std::vector<uint8_t> is_self(static_cast<size_t>(N_), 0);
       for (int32_t i = 0; i < N_; ++i) {
         const int32_t src = sched_.source_pipeline[static_cast<size_t>(i)];
-        is_self[static_cast<size_t>(i)] = geo_.boundary_self(src, c) ? 1 : 0;
+        is_self[static_cast<size_t>(i)] = geo_.boundary_self(src, cb.c) ? 1 : 0;
         const int32_t pos = tl_.forward_position[static_cast<size_t>(i)];
         if (is_self[static_cast<size_t>(i)]) {
-          add(pos, kBoundaryWait, 0, i, wait_op(ir::FORWARD, i, ed.event("bnd_self_fwd"), ++self));
+          cb.add(pos, kBoundaryWait, 0, i, wait_op(ir::FORWARD, i, cb.ed.event("bnd_self_fwd"), ++self));
         } else {
-          ir::Stream& recv = ed.stream("bnd_recv_fwd", ir::BOUNDARY);
-          const int32_t ev = ed.event("bnd_recv_fwd_to_compute");
+          ir::Stream& recv = cb.ed.stream("bnd_recv_fwd", ir::BOUNDARY);
+          const int32_t ev = cb.ed.event("bnd_recv_fwd_to_compute");
           *recv.add_ops() =
               recv_op(ir::FORWARD, i, slots_.src_base + src, work_.boundary_bytes, kChannelBoundaryForward, i);
           *recv.add_ops() = record_op(ir::FORWARD, i, ev);
-          add(pos, kBoundaryWait, 0, i, wait_op(ir::FORWARD, i, ev, ++other));
+          cb.add(pos, kBoundaryWait, 0, i, wait_op(ir::FORWARD, i, ev, ++other));
         }
       }
       std::vector<int32_t> order(static_cast<size_t>(N_));
@@ -369,48 +419,54 @@ class Emitter {
       for (int32_t i : order) {
         const int32_t pos = tl_.backward_position[static_cast<size_t>(i)];
         if (is_self[static_cast<size_t>(i)]) {
-          add(pos, kGradientRecord, 0, i, record_op(ir::BACKWARD_INPUT, i, ed.event("bnd_self_bwd")));
+          cb.add(pos, kGradientRecord, 0, i, record_op(ir::BACKWARD_INPUT, i, cb.ed.event("bnd_self_bwd")));
           continue;
         }
-        const int32_t ev = ed.event("compute_to_bnd_send_bwd");
-        add(pos, kGradientRecord, 0, i, record_op(ir::BACKWARD_INPUT, i, ev));
-        ir::Stream& send = ed.stream("bnd_send_bwd", ir::BOUNDARY);
+        const int32_t ev = cb.ed.event("compute_to_bnd_send_bwd");
+        cb.add(pos, kGradientRecord, 0, i, record_op(ir::BACKWARD_INPUT, i, ev));
+        ir::Stream& send = cb.ed.stream("bnd_send_bwd", ir::BOUNDARY);
         *send.add_ops() = wait_op(ir::BACKWARD_INPUT, i, ev, ++sent);
         *send.add_ops() = send_op(ir::BACKWARD_INPUT, i, slots_.src_base + sched_.source_pipeline[static_cast<size_t>(i)],
                                   work_.boundary_bytes, kChannelBoundaryBackward, i);
       }
     }
+  }
 
-    // ---- splice into the compute stream
-    std::stable_sort(ins.begin(), ins.end(), [](const Ins& a, const Ins& b) {
+  // Splices the insertions into the compute stream; the encoder optimizer
+  // runs after the LLM's (its reduction ends after the last encoder
+  // backward, normally after the LLM's own).
+  void splice_and_step(ClassBuild& cb) {
+    std::stable_sort(cb.ins.begin(), cb.ins.end(), [](const Ins& a, const Ins& b) {
       return std::tie(a.position, a.priority, a.direction, a.x, a.seq) <
              std::tie(b.position, b.priority, b.direction, b.x, b.seq);
     });
     std::vector<Insertion> splices;
-    for (Ins& in : ins) {
+    for (Ins& in : cb.ins) {
       if (splices.empty() || splices.back().before != in.position) splices.push_back({in.position, {}});
       splices.back().ops.push_back(std::move(in.op));
     }
-    splice(*cls.mutable_streams(compute), std::move(splices));
-    // Encoder optimizer after the LLM's (its reduction ends after the last
-    // encoder backward, normally after the LLM's own).
-    if (sw.trains()) {
-      ir::Stream& cs = *cls.mutable_streams(compute);
-      if (dp_ops) *cs.add_ops() = wait_op(ir::OPTIMIZER_STEP, 0, ed.event("enc_dp_to_compute"), gathers + 1);
+    splice(*cb.cls.mutable_streams(cb.compute), std::move(splices));
+    // Encoder optimizer after the LLM'cb.s (its reduction ends after the cb.last
+    // encoder backward, normally after the LLM'cb.s own).
+    if (cb.sw.trains()) {
+      ir::Stream& cs = *cb.cls.mutable_streams(cb.compute);
+      if (cb.dp_ops) *cs.add_ops() = wait_op(ir::OPTIMIZER_STEP, 0, cb.ed.event("enc_dp_to_compute"), cb.gathers + 1);
       ir::Op op = make_op(ir::OPTIMIZER_STEP, 0);
-      *op.mutable_compute() = sw.optimizer;
+      *op.mutable_compute() = cb.sw.optimizer;
       *cs.add_ops() = std::move(op);
     }
+  }
 
-    // ---- memory: encoder model state on top of the LLM's
-    auto state = cost::model_state_bytes(sw.trainable_parameters, geo_.dp_enc(), work_.distributed_optimizer);
-    state.weights += cost::model_state_bytes(sw.frozen_parameters, geo_.dp_enc(), work_.distributed_optimizer).weights;
-    auto* mem = cls.mutable_memory();
+  // Memory: the encoder model state on top of the LLM's.
+  void add_encoder_state(ClassBuild& cb) {
+    auto state = cost::model_state_bytes(cb.sw.trainable_parameters, geo_.dp_enc(), work_.distributed_optimizer);
+    state.weights += cost::model_state_bytes(cb.sw.frozen_parameters, geo_.dp_enc(), work_.distributed_optimizer).weights;
+    auto* mem = cb.cls.mutable_memory();
     mem->set_weights_bytes(mem->weights_bytes() + state.weights);
     mem->set_gradients_bytes(mem->gradients_bytes() + state.gradients);
     mem->set_optimizer_bytes(mem->optimizer_bytes() + state.optimizer);
-    return cls;
   }
+
 
   // ---------------------------------------------------------------- ranks
 
