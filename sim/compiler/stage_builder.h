@@ -33,8 +33,9 @@ class StageBuilder {
   int64_t wire_bytes(int32_t boundary) const;
   void gather_received(int32_t boundary, const OpContext& ctx);
   int64_t tag(int64_t direction, int64_t receiver_stage, int64_t microbatch) const;
-  void set_p2p(ir::Send* msg, int32_t peer_slot, int32_t boundary, int32_t channel, int64_t tag_value) const;
-  void set_p2p(ir::Recv* msg, int32_t peer_slot, int32_t boundary, int32_t channel, int64_t tag_value) const;
+  // Fills an ir::Send or ir::Recv (they carry the same fields).
+  template <class Message>
+  void set_p2p(Message* msg, int32_t peer_slot, int32_t boundary, int32_t channel, int64_t tag_value) const;
   void receive_into_compute(StreamId stream, EventId event, int32_t peer_slot, int32_t channel, int64_t tag_value,
                             int32_t boundary, const OpContext& ctx);
   void send_from_compute(StreamId stream, EventId event, int32_t peer_slot, int32_t channel, int64_t tag_value,

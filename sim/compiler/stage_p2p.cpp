@@ -27,15 +27,8 @@ int64_t StageBuilder::tag(int64_t direction, int64_t receiver_stage, int64_t mic
   return (direction * num_vs_ + receiver_stage) * microbatches_ + microbatch;
 }
 
-void StageBuilder::set_p2p(ir::Send* msg, int32_t peer_slot, int32_t boundary, int32_t channel,
-                           int64_t tag_value) const {
-  msg->set_peer_slot(peer_slot);
-  msg->set_bytes(wire_bytes(boundary));
-  msg->set_channel(channel);
-  msg->set_tag(tag_value);
-}
-
-void StageBuilder::set_p2p(ir::Recv* msg, int32_t peer_slot, int32_t boundary, int32_t channel,
+template <class Message>
+void StageBuilder::set_p2p(Message* msg, int32_t peer_slot, int32_t boundary, int32_t channel,
                            int64_t tag_value) const {
   msg->set_peer_slot(peer_slot);
   msg->set_bytes(wire_bytes(boundary));

@@ -110,7 +110,6 @@ std::string at(const std::string& parent, size_t i) { return fmt::format("{}[{}]
 // Where each element of an op array sits: the timeline's `op_fields`, or the
 // order files without it used.
 struct OpLayout {
-  static constexpr size_t kNone = static_cast<size_t>(-1);
   size_t width = kOpFields;
   std::string names = "op, class, phase, microbatch, module, ready_ns, start_ns, end_ns";
   size_t op = 0, cls = 1, phase = 2, microbatch = 3, module = 4, ready = 5, start = 6, end = 7;
