@@ -1,4 +1,4 @@
-// `lacuna diff PREDICTED.json MEASURED.json`: a prediction against a
+// `lacuna diff PREDICTED MEASURED` (JSON or span traces): a prediction against a
 // measurement of the same program — iteration-time error, errors per op class
 // and stream, bubbles only one of them has — and optionally both timelines of
 // one rank in an SVG (docs/diff.md).
@@ -66,9 +66,12 @@ int run_diff(const DiffCommandOptions& o) {
 void add_diff_command(CLI::App& app, Action& action) {
   auto o = std::make_shared<DiffCommandOptions>();
   CLI::App* sub = app.add_subcommand(
-      "diff", "Compare a prediction (simulate --json) with a measurement (execute --json) of the same program");
-  sub->add_option("PREDICTED", o->predicted, "JSON written by `lacuna simulate --json`")->required();
-  sub->add_option("MEASURED", o->measured, "JSON written by `lacuna execute --json`")->required();
+      "diff", "Compare a prediction (simulate --json or --spans) with a measurement (execute --json or --spans) of the "
+              "same program");
+  sub->add_option("PREDICTED", o->predicted, "JSON or span trace written by `lacuna simulate --json / --spans`")
+      ->required();
+  sub->add_option("MEASURED", o->measured, "JSON or span trace written by `lacuna execute --json / --spans`")
+      ->required();
   sub->add_option("--svg", o->svg, "draw one rank's timelines, predicted above measured, to FILE")
       ->check(output_file());
   sub->add_option("--json", o->json, "write the comparison as JSON to FILE")->check(output_file());
