@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "sim/cost/collective_model.h"
+#include "sim/ir/bound_program.h"
 #include "sim/report/comm_kind.h"
 
 namespace lacuna::report {
@@ -112,9 +113,9 @@ void CommAccounting::add(int32_t rank, int group, int op, int32_t group_size, in
 void CommAccounting::on_op_end(const engine::OpSpan& span) {
   if (!span.ir->has_collective()) return;
   const ir::Collective& c = span.ir->collective();
-  const ir::RankBinding& binding = program_->ranks(span.rank);
+  const ir::BoundProgram bound(*program_);
   const int32_t slot = c.group_slot();
-  const int32_t group_index = slot >= 0 && slot < binding.group_size() ? binding.group(slot) : -1;
+  const int32_t group_index = bound.group(span.rank, slot);
   const ir::Group* group = group_index >= 0 && group_index < program_->groups_size() ? &program_->groups(group_index)
                                                                                      : nullptr;
   const int32_t size = group != nullptr ? group->ranks_size() : 1;
@@ -123,14 +124,14 @@ void CommAccounting::on_op_end(const engine::OpSpan& span) {
   int g = group != nullptr ? group_ordinal(group->kind()) : -1;
   if (g < 0 && slot >= 0 && slot < program_->group_slots_size()) g = group_ordinal(program_->group_slots(slot).kind());
   if (g < 0) {
-    const ir::Stream& stream = program_->classes(binding.class_id()).streams(span.stream);
+    const ir::Stream& stream = bound.rank_class(span.rank).streams(span.stream);
     g = dimension_ordinal(comm_kind(*program_, stream, *span.ir));
   }
   add(span.rank, g, op_ordinal(c.kind()), size, c.bytes(), span.start, span.end, bus_factor(c.kind(), size));
 }
 
 void CommAccounting::on_transfer(const engine::OpSpan& send, const engine::OpSpan& recv) {
-  const ir::Stream& stream = program_->classes(program_->ranks(send.rank).class_id()).streams(send.stream);
+  const ir::Stream& stream = ir::BoundProgram(*program_).rank_class(send.rank).streams(send.stream);
   const int g = dimension_ordinal(comm_kind(*program_, stream, *send.ir));
   // Both sides share the transfer's start and end; take the wider span in case
   // a caller reports them apart.

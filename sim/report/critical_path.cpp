@@ -6,6 +6,7 @@
 #include <map>
 #include <tuple>
 
+#include "sim/ir/bound_program.h"
 #include "sim/report/bubble_accounting.h"
 #include "sim/report/comm_kind.h"
 #include "sim/report/names.h"
@@ -16,7 +17,7 @@ namespace lacuna::report {
 namespace {
 
 const ir::Stream& stream_of(const ir::Program& p, int32_t rank, int32_t stream) {
-  return p.classes(p.ranks(rank).class_id()).streams(stream);
+  return ir::BoundProgram(p).rank_class(rank).streams(stream);
 }
 
 // Largest first, then by key: a total order.

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 #include <fmt/format.h>
 
+#include "sim/ir/bound_program.h"
 #include "sim/report/format.h"
 #include "sim/report/timeline.h"
 
@@ -23,7 +24,7 @@ void write_critical_path_events(const ir::Program& p, const CriticalPath& path, 
   std::vector<int32_t> lane(static_cast<size_t>(p.ranks_size()), -1);  // tid of a traced rank's path thread
   for (size_t i = 0; i < traced.size(); ++i) {
     const int32_t r = traced[i];
-    const int32_t tid = p.classes(p.ranks(r).class_id()).streams_size() + 1;
+    const int32_t tid = ir::BoundProgram(p).rank_class(r).streams_size() + 1;
     lane[static_cast<size_t>(r)] = tid;
     emit(fmt::format("{{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":{},\"tid\":{},\"args\":{{\"name\":\"critical path\"}}}}",
                      r, tid));
@@ -45,7 +46,7 @@ void write_critical_path_events(const ir::Program& p, const CriticalPath& path, 
       name = fmt::format("r{} host issue", s.rank);
       key = "host";
     } else {
-      const ir::Stream& stream = p.classes(p.ranks(s.rank).class_id()).streams(s.stream);
+      const ir::Stream& stream = ir::BoundProgram(p).rank_class(s.rank).streams(s.stream);
       const ir::Op& op = stream.ops(s.op);
       name = fmt::format("r{} {}", s.rank, op_name(p, s.rank, op));
       key = op_class_key(p, stream, op);

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "sim/core/error.h"
+#include "sim/ir/bound_program.h"
 
 namespace lacuna::report {
 
@@ -25,7 +26,7 @@ void OpGraphRecorder::on_run_begin(const engine::RunInfo& info) {
   // freed (slots only run on every rank of small CPU programs).
   ops_ = 0;
   for (int32_t r : info.simulated_ranks) {
-    for (const ir::Stream& st : p.classes(p.ranks(r).class_id()).streams()) ops_ += static_cast<uint64_t>(st.ops_size());
+    for (const ir::Stream& st : ir::BoundProgram(p).rank_class(r).streams()) ops_ += static_cast<uint64_t>(st.ops_size());
   }
   keep_graph_ = ops_ <= max_ops_;
   slots_ = info.compute_slots > 0;
@@ -41,7 +42,7 @@ void OpGraphRecorder::on_run_begin(const engine::RunInfo& info) {
   for (size_t i = 0; i < info.simulated_ranks.size(); ++i) {
     const int32_t r = info.simulated_ranks[i];
     sim_index_[static_cast<size_t>(r)] = static_cast<int32_t>(i);
-    const ir::RankClass& cls = p.classes(p.ranks(r).class_id());
+    const ir::RankClass& cls = ir::BoundProgram(p).rank_class(r);
     stream_base_.push_back(streams);
     event_base_.push_back(events);
     streams += static_cast<uint32_t>(cls.streams_size());

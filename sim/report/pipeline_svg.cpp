@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "sim/ir/bound_program.h"
 #include "sim/report/bubble_accounting.h"
 #include "sim/report/format.h"
 #include "sim/report/names.h"
@@ -277,7 +278,7 @@ void PipelineSvg::on_run_begin(const engine::RunInfo& info) {
   for (size_t i = 0; i < ranks_.size(); ++i) {
     row_of_rank_[static_cast<size_t>(ranks_[i])] = static_cast<int32_t>(i);
     rows_[i].rank = ranks_[i];
-    const ir::RankClass& cls = program_.classes(program_.ranks(ranks_[i]).class_id());
+    const ir::RankClass& cls = ir::BoundProgram(program_).rank_class(ranks_[i]);
     for (int s = 0; s < cls.streams_size(); ++s) {
       if (cls.streams(s).kind() == ir::COMPUTE) {
         live_[i].main_stream = s;
@@ -302,7 +303,7 @@ void PipelineSvg::on_op_end(const engine::OpSpan& span) {
     return;
   }
   if (!op.has_collective() && !op.has_send() && !op.has_recv()) return;
-  const ir::Stream& stream = program_.classes(program_.ranks(span.rank).class_id()).streams(span.stream);
+  const ir::Stream& stream = ir::BoundProgram(program_).rank_class(span.rank).streams(span.stream);
   const int lane = lane_index(comm_kind(program_, stream, op));
   if (lane >= 0) row.comm[static_cast<size_t>(lane)].push_back({span.start.count(), span.end.count()});
 }

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "sim/ir/bound_program.h"
 #include "sim/report/comm_kind.h"
 #include "sim/report/names.h"
 
@@ -61,7 +62,7 @@ void TimelineRecorder::on_run_begin(const engine::RunInfo& info) {
     TimelineRank tr;
     tr.rank = r;
     tr.label = rank_label(program_, r);
-    const ir::RankClass& cls = program_.classes(program_.ranks(r).class_id());
+    const ir::RankClass& cls = ir::BoundProgram(program_).rank_class(r);
     for (int s = 0; s < cls.streams_size(); ++s) {
       TimelineStream ts;
       ts.stream = s;
@@ -84,7 +85,7 @@ void TimelineRecorder::on_op_end(const engine::OpSpan& span) {
   if (slot < 0) return;
   const ir::Op& op = *span.ir;
   if (op.kind_case() == ir::Op::kRecord || op.kind_case() == ir::Op::kWait) return;
-  const ir::RankClass& cls = program_.classes(program_.ranks(span.rank).class_id());
+  const ir::RankClass& cls = ir::BoundProgram(program_).rank_class(span.rank);
   TimelineOp t;
   t.op = span.op;
   t.class_index = class_index(op_class_key(program_, cls.streams(span.stream), op));

@@ -104,7 +104,7 @@ void TraceWriter::on_run_begin(const engine::RunInfo& info) {
     event_prefix();
     fmt::print(f, "{{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":{},\"args\":{{\"sort_index\":{}}}}}", rank,
                i);
-    const ir::RankClass& cls = program_.classes(program_.ranks(rank).class_id());
+    const ir::RankClass& cls = ir::BoundProgram(program_).rank_class(rank);
     for (int s = 0; s < cls.streams_size(); ++s) {
       event_prefix();
       fmt::print(f, "{{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":{},\"tid\":{},\"args\":{{\"name\":{}}}}}", rank,
