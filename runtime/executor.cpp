@@ -435,7 +435,7 @@ ExecutionResult execute(const ir::Program& program, const ExecuteOptions& option
                                                    .apply_compute_time_scale = options.apply_compute_time_scale,
                                                    .replay = options.replay});
   const std::int64_t kept = options.keep_all_iterations ? options.iterations : 1;
-  check_memory(estimate_cpu_memory(plan, kept), options.max_memory_bytes, "--max-host-memory-gb");
+  check_memory(estimate_cpu_memory(plan, kept), Bytes(options.max_memory_bytes), "--max-host-memory-gb");
   Run run(program, plan, options);
   return run.run();
 }

@@ -21,12 +21,12 @@ std::int64_t mul(std::int64_t a, std::int64_t b) {
   return a > kMax / b ? kMax : a * b;
 }
 
-double gb(std::int64_t bytes) { return static_cast<double>(bytes) / 1e9; }
-
 }  // namespace
 
+Bytes MemoryEstimate::total() const { return Bytes(add(add(kernel.count(), transfer.count()), spans.count())); }
+
 MemoryEstimate estimate_cpu_memory(const Plan& plan, std::int64_t kept_iterations) {
-  MemoryEstimate e;
+  std::int64_t kernel_bytes = 0, transfer_bytes = 0;
   // As the executor builds them: one input set per kernel case.
   kernels::CpuCaseOptions case_options;
   case_options.max_sets = 1;
@@ -34,7 +34,7 @@ MemoryEstimate estimate_cpu_memory(const Plan& plan, std::int64_t kept_iteration
   for (const StreamPlan& sp : plan.streams) {
     for (const ir::Compute& c : sp.computes) {
       try {
-        e.kernel_bytes = add(e.kernel_bytes, kernels::cpu_case_resident_bytes(c, case_options));
+        kernel_bytes = add(kernel_bytes, kernels::cpu_case_resident_bytes(c, case_options));
       } catch (const Error&) {
         // A kernel the CPU cannot run: the stream's setup reports it, naming
         // the rank, stream and op, with what every other stream was doing.
@@ -43,21 +43,24 @@ MemoryEstimate estimate_cpu_memory(const Plan& plan, std::int64_t kept_iteration
     // Buffers a and b, plus the communicator's per-call scratch of at most
     // twice buffer a (reduce-scatter's 2 × output): 3a + b floats.
     const auto floats = static_cast<std::int64_t>(sp.buffer_a) * 3 + static_cast<std::int64_t>(sp.buffer_b);
-    e.transfer_bytes = add(e.transfer_bytes, mul(floats, static_cast<std::int64_t>(sizeof(float))));
+    transfer_bytes = add(transfer_bytes, mul(floats, static_cast<std::int64_t>(sizeof(float))));
     ops = add(ops, static_cast<std::int64_t>(sp.ops.size()));
   }
   // Each stream's spans, then the merged, sorted result beside them.
-  e.span_bytes = mul(mul(ops, kept_iterations), 2 * static_cast<std::int64_t>(sizeof(ExecutedSpan)));
+  MemoryEstimate e;
+  e.kernel = Bytes(kernel_bytes);
+  e.transfer = Bytes(transfer_bytes);
+  e.spans = Bytes(mul(mul(ops, kept_iterations), 2 * static_cast<std::int64_t>(sizeof(ExecutedSpan))));
   return e;
 }
 
-void check_memory(const MemoryEstimate& estimate, std::int64_t max_bytes, const std::string& option) {
-  if (max_bytes <= 0 || estimate.total() <= max_bytes) return;
+void check_memory(const MemoryEstimate& estimate, Bytes max, const std::string& option) {
+  if (max <= Bytes::zero() || estimate.total() <= max) return;
   throw Error(SourceLocation{{}, 0, 0, option},
               fmt::format("the executed program would hold about {:.2f} GB (kernel buffers {:.2f} GB, collective and "
                           "p2p buffers {:.2f} GB, recorded spans {:.2f} GB), above the limit of {:.2f} GB",
-                          gb(estimate.total()), gb(estimate.kernel_bytes), gb(estimate.transfer_bytes),
-                          gb(estimate.span_bytes), gb(max_bytes)),
+                          estimate.total().gb(), estimate.kernel.gb(), estimate.transfer.gb(), estimate.spans.gb(),
+                          max.gb()),
               "execute a scaled-down program (--scale-down N), fewer ranks (--ranks with --replay) or fewer "
               "iterations, or raise " + option);
 }

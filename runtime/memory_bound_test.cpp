@@ -41,12 +41,12 @@ TEST(MemoryBound, TheEstimateAddsKernelTransferAndSpanBytes) {
   const Plan plan = make_plan(two_ranks(4 << 20), PlanOptions{});
   const MemoryEstimate e = estimate_cpu_memory(plan, 3);
   // Two GEMM cases of x, w, y (3 × 2^20 floats each, one set).
-  EXPECT_EQ(e.kernel_bytes, 2 * 3 * (int64_t{1} << 20) * 4);
+  EXPECT_EQ(e.kernel, Bytes(2 * 3 * (int64_t{1} << 20) * 4));
   // Per rank: buffer a (2^20 floats) three times with the scratch.
-  EXPECT_EQ(e.transfer_bytes, 2 * 3 * (int64_t{1} << 20) * 4);
+  EXPECT_EQ(e.transfer, Bytes(2 * 3 * (int64_t{1} << 20) * 4));
   // Four ops (one per stream and rank), three iterations, twice.
-  EXPECT_EQ(e.span_bytes, 4 * 3 * 2 * static_cast<int64_t>(sizeof(ExecutedSpan)));
-  EXPECT_EQ(e.total(), e.kernel_bytes + e.transfer_bytes + e.span_bytes);
+  EXPECT_EQ(e.spans, Bytes(4 * 3 * 2 * static_cast<int64_t>(sizeof(ExecutedSpan))));
+  EXPECT_EQ(e.total(), e.kernel + e.transfer + e.spans);
 }
 
 TEST(MemoryBound, ARunAboveTheLimitIsRefusedBeforeAllocating) {
@@ -63,8 +63,9 @@ TEST(MemoryBound, ARunAboveTheLimitIsRefusedBeforeAllocating) {
 TEST(MemoryBound, EstimatesSaturateInsteadOfWrapping) {
   const Plan plan = make_plan(two_ranks(int64_t{1} << 40), PlanOptions{});
   const MemoryEstimate e = estimate_cpu_memory(plan, int64_t{1} << 62);
-  EXPECT_EQ(e.span_bytes, std::numeric_limits<int64_t>::max());
-  EXPECT_GT(e.transfer_bytes, 0);
+  EXPECT_EQ(e.spans, Bytes::max());
+  EXPECT_EQ(e.total(), Bytes::max());  // saturates, never wraps
+  EXPECT_GT(e.transfer, Bytes::zero());
 }
 
 }  // namespace

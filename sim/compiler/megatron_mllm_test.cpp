@@ -425,9 +425,9 @@ TEST(MegatronBaseline, MemoryBaselineGrowsByTheEncoderModelState) {
     const int64_t dp = var.s.dp * var.s.cp;
     const auto state = cost::model_state_bytes(llm_params + trained, dp, var.s.distributed_optimizer);
     const auto& mem = p.classes(0).memory();
-    EXPECT_EQ(mem.weights_bytes(), state.weights + 2 * frozen);
-    EXPECT_EQ(mem.gradients_bytes(), state.gradients);
-    EXPECT_EQ(mem.optimizer_bytes(), state.optimizer);
+    EXPECT_EQ(mem.weights_bytes(), state.weights.count() + 2 * frozen);
+    EXPECT_EQ(mem.gradients_bytes(), state.gradients.count());
+    EXPECT_EQ(mem.optimizer_bytes(), state.optimizer.count());
     EXPECT_EQ(llm.classes(0).memory().weights_bytes(), 2 * llm_params);
     for (int c = 1; c < p.classes_size(); ++c)
       EXPECT_EQ(p.classes(c).memory().SerializeAsString(), llm.classes(c).memory().SerializeAsString());

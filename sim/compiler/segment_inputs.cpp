@@ -167,9 +167,9 @@ void add_stage_classes(const scenario::LoadedScenario& scenario, const StageInpu
     // Frozen weights: bf16 copies only (no gradient buffer, no optimizer).
     state.weights += cost::model_state_bytes(stage.frozen_parameters, base.dp_cp, base.distributed_optimizer).weights;
     auto* mem = stage.rank_class.mutable_memory();
-    mem->set_weights_bytes(state.weights);
-    mem->set_gradients_bytes(state.gradients);
-    mem->set_optimizer_bytes(state.optimizer);
+    mem->set_weights_bytes(state.weights.count());
+    mem->set_gradients_bytes(state.gradients.count());
+    mem->set_optimizer_bytes(state.optimizer.count());
     *program.add_classes() = std::move(stage.rank_class);
   }
 }

@@ -66,10 +66,10 @@ ModelStateBytes model_state_bytes(int64_t parameters, int64_t dp, bool distribut
   if (parameters < 0) throw Error("model state: negative parameter count " + std::to_string(parameters));
   if (dp < 1) throw Error("model state: data-parallel size must be at least 1, got " + std::to_string(dp));
   ModelStateBytes out;
-  out.weights = 2 * parameters;    // bf16/fp16 weights
-  out.gradients = grad_bytes * parameters;  // main-grad buffer (Megatron-LM: fp32 for bf16)
+  out.weights = Bytes(2 * parameters);  // bf16/fp16 weights
+  out.gradients = Bytes(grad_bytes * parameters);  // main-grad buffer (Megatron-LM: fp32 for bf16)
   const int64_t optimizer = 12 * parameters;  // fp32 master copy + Adam m + v
-  out.optimizer = distributed_optimizer ? ceil_div(optimizer, dp) : optimizer;
+  out.optimizer = Bytes(distributed_optimizer ? ceil_div(optimizer, dp) : optimizer);
   return out;
 }
 

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 
+#include "sim/core/units.h"
 #include "sim/proto/scenario.pb.h"
 
 namespace lacuna::cost {
@@ -30,9 +31,9 @@ struct LayerActivationInputs {
 int64_t layer_activation_bytes(const LayerActivationInputs& in);
 
 struct ModelStateBytes {
-  int64_t weights = 0;    // 16-bit weights
-  int64_t gradients = 0;  // gradient buffer (fp32 main_grad unless kept in fp16)
-  int64_t optimizer = 0;  // fp32 master weights + Adam m, v (sharded over DP with ZeRO-1)
+  Bytes weights;    // 16-bit weights
+  Bytes gradients;  // gradient buffer (fp32 main_grad unless kept in fp16)
+  Bytes optimizer;  // fp32 master weights + Adam m, v (sharded over DP with ZeRO-1)
 };
 
 // Model state of a rank holding `parameters` parameters, replicated over `dp`

@@ -180,14 +180,14 @@ TEST(ActivationMemory, RejectsInconsistentShapes) {
 TEST(ModelState, BytesPerParameter) {
   const int64_t p = 1'000'000'000;
   const ModelStateBytes dist = model_state_bytes(p, 8, true);
-  EXPECT_EQ(dist.weights, 2 * p);
-  EXPECT_EQ(dist.gradients, 4 * p);
-  EXPECT_EQ(dist.optimizer, 12 * p / 8);
+  EXPECT_EQ(dist.weights, Bytes(2 * p));
+  EXPECT_EQ(dist.gradients, Bytes(4 * p));
+  EXPECT_EQ(dist.optimizer, Bytes(12 * p / 8));
   const ModelStateBytes plain = model_state_bytes(p, 8, false);
-  EXPECT_EQ(plain.optimizer, 12 * p);
-  EXPECT_EQ(model_state_bytes(p, 1, true).optimizer, 12 * p);
+  EXPECT_EQ(plain.optimizer, Bytes(12 * p));
+  EXPECT_EQ(model_state_bytes(p, 1, true).optimizer, Bytes(12 * p));
   // Not divisible: rounded up so that no byte is lost.
-  EXPECT_EQ(model_state_bytes(1, 8, true).optimizer, 2);
+  EXPECT_EQ(model_state_bytes(1, 8, true).optimizer, Bytes(2));
   EXPECT_THROW(model_state_bytes(p, 0, true), Error);
 }
 

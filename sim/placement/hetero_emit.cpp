@@ -258,9 +258,9 @@ StageParameters stage_parameters(const scenario::Scenario& spec, const EncoderPl
 
 void add_model_state(ir::MemoryBaseline& mem, const StageParameters& p, int64_t dp_cp, bool distributed_optimizer) {
   const auto st = cost::model_state_bytes(p.trained, dp_cp, distributed_optimizer);
-  mem.set_weights_bytes(mem.weights_bytes() + st.weights + model::kBf16 * p.frozen);
-  mem.set_gradients_bytes(mem.gradients_bytes() + st.gradients);
-  mem.set_optimizer_bytes(mem.optimizer_bytes() + st.optimizer);
+  mem.set_weights_bytes(mem.weights_bytes() + st.weights.count() + model::kBf16 * p.frozen);
+  mem.set_gradients_bytes(mem.gradients_bytes() + st.gradients.count());
+  mem.set_optimizer_bytes(mem.optimizer_bytes() + st.optimizer.count());
 }
 
 // ---------------------------------------------------------------- Groups

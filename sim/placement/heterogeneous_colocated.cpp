@@ -363,7 +363,7 @@ void add_colocated_encoders(const scenario::LoadedScenario& scenario, const Plan
       PerEncoder pe{stage_work(spec, enc, stage, enc.microbatch_samples, plan.llm.hidden, true),
                     stage_parameters(spec, enc, stage), 0, 0};
       const auto st = cost::model_state_bytes(pe.params.trained, int64_t{enc.dims.dp} * enc.dims.cp, dist_opt);
-      pe.offload_bytes = st.weights + st.optimizer + model::kBf16 * pe.params.frozen;
+      pe.offload_bytes = (st.weights + st.optimizer).count() + model::kBf16 * pe.params.frozen;
       add_model_state(*cls.mutable_memory(), pe.params, int64_t{enc.dims.dp} * enc.dims.cp, dist_opt);
       per.push_back(std::move(pe));
     }

@@ -557,8 +557,8 @@ TEST(Heterogeneous, IslandMemoryAndFrozenEncoder) {
   EXPECT_GT(params.frozen, 0);
   const auto& c = p.classes(p.ranks(8).class_id());
   const auto st = cost::model_state_bytes(params.trained, 2, true);
-  EXPECT_EQ(c.memory().weights_bytes(), st.weights + 2 * params.frozen);
-  EXPECT_EQ(c.memory().optimizer_bytes(), st.optimizer);
+  EXPECT_EQ(c.memory().weights_bytes(), st.weights.count() + 2 * params.frozen);
+  EXPECT_EQ(c.memory().optimizer_bytes(), st.optimizer.count());
   EXPECT_EQ(class_delta_sum(c), 0);
   // Frozen: no encoder-layer backward; the projector still trains and its
   // gradients alone are reduced.
@@ -583,7 +583,7 @@ TEST(Heterogeneous, OffloadCopiesEncoderStateOutAndBack) {
   const auto plan = hetero::make_plan(sc);
   const auto params = hetero::stage_parameters(sc.spec, plan.encoders[0], 0);
   const auto st = cost::model_state_bytes(params.trained, 8, true);
-  const int64_t bytes = st.weights + st.optimizer;
+  const int64_t bytes = (st.weights + st.optimizer).count();
   for (const auto& c : p.classes()) {
     const ir::Stream* off = stream(c, "enc_offload");
     ASSERT_NE(off, nullptr);

@@ -462,9 +462,9 @@ class Emitter {
     auto state = cost::model_state_bytes(cb.sw.trainable_parameters, geo_.dp_enc(), work_.distributed_optimizer);
     state.weights += cost::model_state_bytes(cb.sw.frozen_parameters, geo_.dp_enc(), work_.distributed_optimizer).weights;
     auto* mem = cb.cls.mutable_memory();
-    mem->set_weights_bytes(mem->weights_bytes() + state.weights);
-    mem->set_gradients_bytes(mem->gradients_bytes() + state.gradients);
-    mem->set_optimizer_bytes(mem->optimizer_bytes() + state.optimizer);
+    mem->set_weights_bytes(mem->weights_bytes() + state.weights.count());
+    mem->set_gradients_bytes(mem->gradients_bytes() + state.gradients.count());
+    mem->set_optimizer_bytes(mem->optimizer_bytes() + state.optimizer.count());
   }
 
 

@@ -34,10 +34,10 @@ int64_t plan_peak_memory_bytes(const ir::Program& llm, const LlmTimeline& timeli
   for (int32_t s = 0; s < geo.pp_llm; ++s) {
     const StageWork& sw = work.stages[static_cast<size_t>(geo.encoder_stage(s))];
     const auto enc = cost::model_state_bytes(sw.trainable_parameters, geo.dp_enc(), work.distributed_optimizer);
-    const int64_t frozen =
+    const Bytes frozen =
         cost::model_state_bytes(sw.frozen_parameters, geo.dp_enc(), work.distributed_optimizer).weights;
-    const int64_t baseline = cost::baseline_bytes(llm.classes(s).memory()) + enc.weights + enc.gradients +
-                             enc.optimizer + frozen + communicators;
+    const int64_t baseline = cost::baseline_bytes(llm.classes(s).memory()) +
+                             (enc.weights + enc.gradients + enc.optimizer + frozen).count() + communicators;
     for (int32_t c = 0; c < geo.slices(); ++c) {
       const int32_t e = geo.pipeline(s, c * geo.tp_enc);
       const int64_t microbatches = e < static_cast<int32_t>(split.size()) ? split[static_cast<size_t>(e)] : 0;
