@@ -59,17 +59,23 @@ ReplayTimes replay_times_from_trace(const ir::Program& program, const trace::Tra
   for (int i = 0; i < trace.ranks_size(); ++i) {
     const trace::TraceRank& tr = trace.ranks(i);
     const std::string rf = "ranks[" + std::to_string(i) + "]";
-    if (tr.rank() < 0 || tr.rank() >= bound.num_ranks()) fail(rf + ".rank", "not a rank of the program", simulate_again);
+    if (tr.rank() < 0 || tr.rank() >= bound.num_ranks()) {
+      fail(rf + ".rank", "not a rank of the program", simulate_again);
+    }
     traced.insert(tr.rank());
     if (!wanted[static_cast<size_t>(tr.rank())]) continue;
     const ir::RankClass& cls = bound.rank_class(tr.rank());
     for (int s = 0; s < tr.streams_size(); ++s) {
       const trace::TraceStream& ts = tr.streams(s);
       const std::string sf = rf + ".streams[" + std::to_string(s) + "]";
-      if (ts.stream() < 0 || ts.stream() >= cls.streams_size()) fail(sf + ".stream", "not a stream of the rank", simulate_again);
+      if (ts.stream() < 0 || ts.stream() >= cls.streams_size()) {
+        fail(sf + ".stream", "not a stream of the rank", simulate_again);
+      }
       const ir::Stream& stream = cls.streams(ts.stream());
       for (const trace::Span& span : ts.spans()) {
-        if (span.op() < 0 || span.op() >= stream.ops_size()) fail(sf, "names an op the stream does not have", simulate_again);
+        if (span.op() < 0 || span.op() >= stream.ops_size()) {
+          fail(sf, "names an op the stream does not have", simulate_again);
+        }
         const auto kind = stream.ops(span.op()).kind_case();
         if (kind != ir::Op::kCollective && kind != ir::Op::kSend && kind != ir::Op::kRecv) continue;
         out.set(tr.rank(), ts.stream(), span.op(), PredictedSpan{span.start_ns(), span.end_ns()});

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <numeric>
 
+#include "sim/model/accounting.h"
+
 namespace lacuna::compiler {
 
 using schedule::Pass;
@@ -30,6 +32,19 @@ StageBuilder::StageBuilder(const StageInputs& in)
   for (const ModuleWork& w : in.encoders) modules_.push_back(&w);
   segments_.resize(static_cast<size_t>(num_vs_));
   for (int32_t k = 0; k < num_vs_; ++k) segments_[k] = stage_segments(in, k);
+  trained_by_module_.assign(modules_.size(), 0);
+  for (int32_t c = 0; c < chunks_; ++c) {
+    for (const Segment& seg : segments_[schedule::virtual_stage(in.pipeline, in.pp_rank, c)]) {
+      const int64_t trained = segment_parameters(in, seg, true);
+      parameters_ += segment_parameters(in, seg, false);
+      trained_ += trained;
+      trained_by_module_[static_cast<size_t>(seg.module)] += trained;
+      if (seg.module == 0) {
+        sp_norm_parameters_ +=
+            seg.count * model::layer_sp_parameters(shape_) + (seg.post ? model::final_norm_parameters(shape_) : 0);
+      }
+    }
+  }
   boundary_bytes_.assign(static_cast<size_t>(num_vs_), 0);
   boundary_module_.assign(static_cast<size_t>(num_vs_), 0);
   for (int32_t k = 0; k + 1 < num_vs_; ++k) {
@@ -61,7 +76,9 @@ StageBuilder::StageBuilder(const StageInputs& in)
   grad_bytes_ = x_.grad_reduce_in_fp32() ? model::kFp32 : model::kBf16;
   // DP buckets per chunk, gradient-ready order (bucket 0 holds the last layers).
   buckets_.resize(static_cast<size_t>(chunks_));
-  for (int32_t c = 0; c < chunks_; ++c) buckets_[c] = dp_buckets(in, schedule::virtual_stage(in.pipeline, in.pp_rank, c));
+  for (int32_t c = 0; c < chunks_; ++c) {
+    buckets_[c] = dp_buckets(in, schedule::virtual_stage(in.pipeline, in.pp_rank, c));
+  }
 }
 
 StageProgram StageBuilder::build() {
@@ -78,15 +95,11 @@ StageProgram StageBuilder::build() {
     emit_blocking_calls_after(i);
   }
   reduce_after_last_backward();
-  finalize_and_step();  // sets nothing in `out`: the parameter counts follow
+  finalize_and_step();
 
   StageProgram out;
-  for (int32_t c = 0; c < chunks_; ++c) {
-    for (const Segment& seg : segments_[schedule::virtual_stage(in_.pipeline, in_.pp_rank, c)]) {
-      out.parameters += segment_parameters(in_, seg, false);
-      out.frozen_parameters += segment_parameters(in_, seg, false) - segment_parameters(in_, seg, true);
-    }
-  }
+  out.parameters = parameters_;
+  out.frozen_parameters = parameters_ - trained_;
   out.rank_class = b_.finish("pp" + std::to_string(in_.pp_rank));
   return out;
 }

@@ -83,6 +83,11 @@ class StageBuilder {
   std::vector<int32_t> first_forward_, last_backward_;  // per chunk: action index
   std::vector<int32_t> reduce_order_;  // chunks in the order their backward finishes
   int64_t grad_bytes_ = 0;             // per parameter, as reduced
+  // Parameters this rank holds and trains, the trained ones per module
+  // (index = Op.module), and with SP the norm weights whose gradients are
+  // partial per TP rank.
+  int64_t parameters_ = 0, trained_ = 0, sp_norm_parameters_ = 0;
+  std::vector<int64_t> trained_by_module_;
   std::vector<std::vector<DpBucket>> buckets_;  // per chunk, gradient-ready order
   std::vector<std::vector<int64_t>> gathered_;  // per chunk and bucket: kDpToCompute after its gather
   int64_t dp_records_ = 0;  // kDpToCompute after the last DP collective

@@ -85,15 +85,11 @@ void StageBuilder::gather_parameters() {
 // (zero_grad_buffer), one memset per module's buffer: gradient-sync
 // housekeeping (phase DP_SYNC), ahead of every pass.
 void StageBuilder::zero_grad_buffers() {
-  std::vector<int64_t> trained_by_module(modules_.size(), 0);
-  for (int32_t c = 0; c < chunks_; ++c)
-    for (const Segment& seg : segments_[schedule::virtual_stage(in_.pipeline, in_.pp_rank, c)])
-      trained_by_module[static_cast<size_t>(seg.module)] += segment_parameters(in_, seg, true);
   const OpContext zero_ctx{ir::DP_SYNC, 0, 0, -1};
   for (size_t mod = 0; mod < modules_.size(); ++mod) {
-    if (trained_by_module[mod] <= 0) continue;
+    if (trained_by_module_[mod] <= 0) continue;
     ModuleStamp stamp(b_);
-    e_.kernel(model::grad_zero(trained_by_module[mod], grad_bytes_), zero_ctx);
+    e_.kernel(model::grad_zero(trained_by_module_[mod], grad_bytes_), zero_ctx);
     stamp.apply(static_cast<int32_t>(mod));
   }
 }

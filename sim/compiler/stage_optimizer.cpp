@@ -2,35 +2,20 @@
 // (stage_builder.h; docs/compiler.md#optimizer-step).
 #include "sim/compiler/stage_builder.h"
 
-#include "sim/model/accounting.h"
-
 namespace lacuna::compiler {
 
 void StageBuilder::finalize_and_step() {
-  // Parameters trained per module (index = Op.module), and with SP the norm
-  // weights whose gradients are partial per TP rank.
-  std::vector<int64_t> trained_by_module(modules_.size(), 0);
-  int64_t sp_norm_parameters = 0;
-  for (int32_t c = 0; c < chunks_; ++c) {
-    const int32_t vs = schedule::virtual_stage(in_.pipeline, in_.pp_rank, c);
-    for (const Segment& seg : segments_[vs]) {
-      trained_by_module[static_cast<size_t>(seg.module)] += segment_parameters(in_, seg, true);
-      if (seg.module == 0)
-        sp_norm_parameters += seg.count * model::layer_sp_parameters(shape_) +
-                              (seg.post ? model::final_norm_parameters(shape_) : 0);
-    }
-  }
   const OpContext opt_ctx{ir::OPTIMIZER_STEP, 0, 0, -1};
   if (dp_ops_) b_.wait(StreamId::kCompute, EventId::kDpToCompute, dp_records_, opt_ctx);
   // finalize_model_grads after the DP reduction: with SP the norms'
   // gradients all-reduced over TP (each rank saw its sequence shard); with
   // tied embeddings and pp > 1 the word embedding's gradient all-reduced
   // between the first and last stage.
-  if (shape_.sequence_parallel && shape_.tp > 1 && sp_norm_parameters > 0) {
+  if (shape_.sequence_parallel && shape_.tp > 1 && sp_norm_parameters_ > 0) {
     model::CommPoint c;
     c.group = model::CommGroup::kTp;
     c.kind = ir::ALL_REDUCE;
-    c.bytes = sp_norm_parameters * grad_bytes_;
+    c.bytes = sp_norm_parameters_ * grad_bytes_;
     c.phase = ir::OPTIMIZER_STEP;
     e_.collective_now(c, opt_ctx);
   }
@@ -48,9 +33,9 @@ void StageBuilder::finalize_and_step() {
   auto updated = [&](int64_t p) { return in_.distributed_optimizer ? (p + in_.dp_cp - 1) / in_.dp_cp : p; };
   auto per_module = [&](auto make) {
     for (size_t mod = 0; mod < modules_.size(); ++mod) {
-      if (trained_by_module[mod] <= 0 && !(mod == 0 && in_.encoders.empty())) continue;
+      if (trained_by_module_[mod] <= 0 && !(mod == 0 && in_.encoders.empty())) continue;
       ModuleStamp stamp(b_);
-      for (const model::Kernel& k : make(updated(trained_by_module[mod]))) e_.kernel(k, opt_ctx);
+      for (const model::Kernel& k : make(updated(trained_by_module_[mod]))) e_.kernel(k, opt_ctx);
       stamp.apply(static_cast<int32_t>(mod));
     }
   };

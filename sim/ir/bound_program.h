@@ -97,7 +97,9 @@ class P2pMatching {
   // Counts of ends left without a partner, over every key.
   size_t unmatched() const {
     size_t n = 0;
-    for (const auto& [key, e] : ends_) n += std::max(e.sends.size(), e.recvs.size()) - std::min(e.sends.size(), e.recvs.size());
+    for (const auto& [key, e] : ends_) {
+      n += std::max(e.sends.size(), e.recvs.size()) - std::min(e.sends.size(), e.recvs.size());
+    }
     return n;
   }
 

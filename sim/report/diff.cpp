@@ -1,6 +1,5 @@
 // The comparison of `lacuna diff`: same-program check, errors per op class and
 // stream, and the structural bubble comparison (docs/diff.md).
-#include "sim/proto/program.pb.h"
 #include "sim/report/diff.h"
 
 #include <algorithm>
@@ -10,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "sim/core/error.h"
+#include "sim/proto/program.pb.h"
 
 namespace lacuna::report {
 

@@ -48,7 +48,16 @@ struct DiffRankBubbles {
   std::vector<std::pair<std::string, int64_t>> by_category_ns;
 };
 
-// What `lacuna diff` needs of one JSON document.
+// Bounds every reader of `diff`'s inputs applies (the JSON's and the span
+// trace's), so that no sum `diff` forms can overflow int64
+// (docs/reliability.md): no time above 10^15 ns (11.6 days;
+// ir::validate_program bounds an op's duration the same way, so lacuna never
+// writes more), and op durations and bubbles each adding up to at most
+// 2^62 ns over a file.
+inline constexpr int64_t kMaxDiffTimeNs = 1'000'000'000'000'000;
+inline constexpr int64_t kMaxDiffTotalNs = int64_t{1} << 62;
+
+// What `lacuna diff` needs of one JSON document or span trace.
 struct DiffInput {
   std::string file;  // for messages
   // ProgramInfo.content_digest of the program that ran; empty in files of an

@@ -27,12 +27,6 @@ namespace {
 // Key order matters for ranks[].bubble_s (printed in the file's order).
 using Json = nlohmann::ordered_json;
 
-// Bounds that keep every sum `diff` forms inside int64 (docs/reliability.md):
-// no time above 10^15 ns (11.6 days; ir::validate_program bounds an op's
-// duration the same way, so lacuna never writes more), and op durations and
-// bubbles each adding up to at most 2^62 ns over the file.
-constexpr int64_t kMaxTimeNs = 1'000'000'000'000'000;
-constexpr int64_t kMaxTotalNs = int64_t{1} << 62;
 // Files without `timeline.op_fields`: [op, class, phase, microbatch, module,
 // ready_ns, start_ns, end_ns].
 constexpr size_t kOpFields = 8;
@@ -192,7 +186,7 @@ DiffOp parse_op(const Reader& in, const Json& v, const std::string& field, size_
     in.fail(field, fmt::format("the op ends before it starts or starts before 0 (start {} ns, end {} ns)", op.start_ns,
                                op.end_ns));
   }
-  if (op.ready_ns > kMaxTimeNs || op.end_ns > kMaxTimeNs) {
+  if (op.ready_ns > kMaxDiffTimeNs || op.end_ns > kMaxDiffTimeNs) {
     in.fail(field, fmt::format("a time above 10^15 ns (11.6 days), the longest lacuna writes (ready {} ns, end {} ns)",
                                op.ready_ns, op.end_ns));
   }
@@ -248,7 +242,7 @@ void parse_timeline(const Reader& in, const Json& doc, DiffInput& out) {
       rank.streams.push_back(parse_stream(in, streams[s], at(field + ".streams", s), out.classes.size(), layout));
       for (const DiffOp& op : rank.streams.back().ops) {
         busy_ns += op.end_ns - op.start_ns;  // ≤ 10^15 each: no overflow before the check
-        if (busy_ns > kMaxTotalNs) {
+        if (busy_ns > kMaxDiffTotalNs) {
           in.fail(at(field + ".streams", s), "the ops' durations add up to more than 2^62 ns over the file");
         }
       }
@@ -274,7 +268,7 @@ void parse_rank_bubbles(const Reader& in, const Json& doc, DiffInput& out) {
       }
       b.by_category_ns.emplace_back(c.key(), TimeNs::from_seconds(seconds).count());
       bubble_ns += b.by_category_ns.back().second;
-      if (bubble_ns > kMaxTotalNs) in.fail(field + ".bubble_s", "the bubbles add up to more than 2^62 ns over the file");
+      if (bubble_ns > kMaxDiffTotalNs) in.fail(field + ".bubble_s", "the bubbles add up to more than 2^62 ns over the file");
     }
     out.rank_bubbles.push_back(std::move(b));
   }
@@ -336,7 +330,7 @@ DiffInput parse_diff_input(std::string_view json_text, const std::string& file) 
   out.num_gpus = in.integer(doc, "num_gpus", "");
   out.iteration_time_ns = in.integer(doc, "iteration_time_ns", "");
   if (out.iteration_time_ns < 0) in.fail("iteration_time_ns", "negative iteration time");
-  if (out.iteration_time_ns > kMaxTimeNs) {
+  if (out.iteration_time_ns > kMaxDiffTimeNs) {
     in.fail("iteration_time_ns", fmt::format("{} ns is above 10^15 ns (11.6 days), the longest lacuna writes",
                                              out.iteration_time_ns));
   }

@@ -13,11 +13,6 @@
 namespace lacuna::report {
 namespace {
 
-// The bounds diff's JSON reader applies (diff_input.cpp), for the same reason:
-// no sum that `diff` forms can overflow int64.
-constexpr int64_t kMaxTimeNs = 1'000'000'000'000'000;
-constexpr int64_t kMaxTotalNs = int64_t{1} << 62;
-
 class Checker {
  public:
   explicit Checker(const std::string& file) : file_(file) {}
@@ -25,7 +20,7 @@ class Checker {
     throw Error(SourceLocation{file_, 0, 0, field}, what, fix);
   }
   void time(const std::string& field, int64_t ns) const {
-    if (ns < 0 || ns > kMaxTimeNs) fail(field, fmt::format("{} ns is not a time in [0, 10^15] ns", ns));
+    if (ns < 0 || ns > kMaxDiffTimeNs) fail(field, fmt::format("{} ns is not a time in [0, 10^15] ns", ns));
   }
 
  private:
@@ -35,13 +30,17 @@ class Checker {
 void check_span(const Checker& in, const trace::Span& s, const std::string& field, int num_classes, int iterations) {
   if (s.op() < 0) in.fail(field + ".op", fmt::format("op index {} is negative", s.op()));
   if (s.op_class() < 0 || s.op_class() >= num_classes) {
-    in.fail(field + ".op_class", fmt::format("{} is not an index into op_classes ({} classes)", s.op_class(), num_classes));
+    in.fail(field + ".op_class",
+            fmt::format("{} is not an index into op_classes ({} classes)", s.op_class(), num_classes));
   }
-  if (!ir::Phase_IsValid(s.phase())) in.fail(field + ".phase", fmt::format("unknown phase {}", static_cast<int>(s.phase())));
+  if (!ir::Phase_IsValid(s.phase())) {
+    in.fail(field + ".phase", fmt::format("unknown phase {}", static_cast<int>(s.phase())));
+  }
   if (s.microbatch() < -1) in.fail(field + ".microbatch", fmt::format("{} is below -1 (none)", s.microbatch()));
   if (s.module() < 0) in.fail(field + ".module", fmt::format("{} is negative", s.module()));
   if (s.iteration() < 0 || s.iteration() >= iterations) {
-    in.fail(field + ".iteration", fmt::format("{} is not in [0, {}) (the trace's iterations)", s.iteration(), iterations));
+    in.fail(field + ".iteration",
+            fmt::format("{} is not in [0, {}) (the trace's iterations)", s.iteration(), iterations));
   }
   in.time(field + ".ready_ns", s.ready_ns());
   in.time(field + ".start_ns", s.start_ns());
@@ -112,14 +111,14 @@ trace::Trace parse_span_trace(std::string_view bytes, const std::string& file) {
         const trace::Span& span = stream.spans(k);
         check_span(in, span, fmt::format("{}.spans[{}]", sf, k), t.op_classes_size(), t.iterations());
         busy_ns += span.end_ns() - span.start_ns();  // ≤ 10^15 each: no overflow before the check
-        if (busy_ns > kMaxTotalNs) in.fail(sf, "the ops' durations add up to more than 2^62 ns over the file");
+        if (busy_ns > kMaxDiffTotalNs) in.fail(sf, "the ops' durations add up to more than 2^62 ns over the file");
       }
     }
     for (int b = 0; b < rank.bubbles_size(); ++b) {
       const std::string bf = fmt::format("{}.bubbles[{}]", rf, b);
       in.time(bf + ".ns", rank.bubbles(b).ns());
       bubble_ns += rank.bubbles(b).ns();
-      if (bubble_ns > kMaxTotalNs) in.fail(bf, "the bubbles add up to more than 2^62 ns over the file");
+      if (bubble_ns > kMaxDiffTotalNs) in.fail(bf, "the bubbles add up to more than 2^62 ns over the file");
     }
   }
   return t;

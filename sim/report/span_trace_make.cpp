@@ -1,7 +1,10 @@
 // Building a span trace from a finished run (the read side, which the diff
 // fuzz target links alone, is span_trace.cpp).
-#include "sim/report/bubble_accounting.h"
 #include "sim/report/span_trace.h"
+
+#include <unordered_map>
+
+#include "sim/report/bubble_accounting.h"
 
 namespace lacuna::report {
 
@@ -20,6 +23,10 @@ trace::Trace make_span_trace(const Summary& summary, const Timeline& timeline, t
   t.set_iterations(timeline.iterations);
   t.set_selection(timeline.selection);
   for (const std::string& c : timeline.classes) t.add_op_classes(c);
+  // Each traced rank's account (with --trace-ranks all, every rank: a map,
+  // not a scan per rank).
+  std::unordered_map<int32_t, const RankAccount*> account_of;
+  for (const RankAccount& a : summary.ranks) account_of.emplace(a.rank, &a);
   for (const TimelineRank& r : timeline.ranks) {
     trace::TraceRank* tr = t.add_ranks();
     tr->set_rank(r.rank);
@@ -44,19 +51,18 @@ trace::Trace make_span_trace(const Summary& summary, const Timeline& timeline, t
       }
     }
     // The rank's bubbles as the JSON's ranks[].bubble_s lists them.
-    for (const RankAccount& a : summary.ranks) {
-      if (a.rank != r.rank) continue;
-      for (Bubble b : kAllBubbles) {
-        if (!bubble_shown(b, summary.multimodal())) continue;
-        trace::BubbleTime* bt = tr->add_bubbles();
-        bt->set_category(std::string(bubble_key(b)));
-        bt->set_ns(a.bubble(b).count());
-      }
-      trace::BubbleTime* total = tr->add_bubbles();
-      total->set_category("total");
-      total->set_ns(a.idle().count());
-      break;
+    const auto account = account_of.find(r.rank);
+    if (account == account_of.end()) continue;
+    const RankAccount& a = *account->second;
+    for (Bubble b : kAllBubbles) {
+      if (!bubble_shown(b, summary.multimodal())) continue;
+      trace::BubbleTime* bt = tr->add_bubbles();
+      bt->set_category(std::string(bubble_key(b)));
+      bt->set_ns(a.bubble(b).count());
     }
+    trace::BubbleTime* total = tr->add_bubbles();
+    total->set_category("total");
+    total->set_ns(a.idle().count());
   }
   return t;
 }

@@ -168,7 +168,8 @@ TEST(SpanTrace, EveryCorruptionIsRefusedByName) {
   EXPECT_THAT(with([](trace::Trace& t) { t.set_iteration_time_ns(-1); }), HasSubstr("iteration_time_ns"));
   EXPECT_THAT(with([](trace::Trace& t) { t.mutable_ranks(1)->set_rank(t.ranks(0).rank()); }),
               HasSubstr("ranks[1].rank: rank 0 appears twice"));
-  EXPECT_THAT(with([](trace::Trace& t) { t.mutable_ranks(0)->set_rank(99); }), HasSubstr("ranks[0].rank: rank 99 out of range"));
+  EXPECT_THAT(with([](trace::Trace& t) { t.mutable_ranks(0)->set_rank(99); }),
+              HasSubstr("ranks[0].rank: rank 99 out of range"));
   EXPECT_THAT(with([](trace::Trace& t) { t.mutable_ranks(0)->mutable_streams(1)->set_stream(0); }),
               HasSubstr("ranks[0].streams[1].stream"));
   EXPECT_THAT(with([&](trace::Trace& t) { first_span(t)->set_op_class(1000); }),

@@ -149,8 +149,8 @@ int run_execute(const ExecuteCliOptions& o) {
 
   // Under mpirun only world rank 0 writes outputs (it gathers every rank's spans).
   const bool primary = backend->primary_process();
-  RunOutputs outputs(program, o.outputs, run::file_stem_for(program.info().scenario_name(), o.input), ".measured", trace::MEASUREMENT,
-                     primary, {}, inputs);
+  RunOutputs outputs(program, o.outputs, run::file_stem_for(program.info().scenario_name(), o.input), ".measured",
+                     trace::MEASUREMENT, primary, {}, inputs);
 
   runtime::ExecuteOptions eo;
   eo.iterations = o.warmup + o.iterations;

@@ -37,8 +37,8 @@ void add_output_options(CLI::App* sub, OutputOptions& o, std::string_view suffix
                   "and `lacuna execute --replay-from`")
       ->check(output_file());
   sub->add_option("--trace-ranks", o.trace_ranks,
-                  "ranks to draw and keep in the JSON timeline and span trace: pipeline (default), all, a list like 0-7,64, or "
-                  "stage:N");
+                  "ranks to draw and keep in the JSON timeline and span trace: pipeline (default), all, a list like "
+                  "0-7,64, or stage:N");
   sub->add_option("--out-dir", o.out_dir, "directory for the default trace and SVG (created if missing)")
       ->capture_default_str();
   sub->add_flag("--no-trace", o.no_trace, "do not write the trace");
