@@ -338,15 +338,23 @@ Recipe recipe_for(const ir::Compute& op) {
 
 // ---------------------------------------------------------------- the case
 
+// One input set's device bytes: the sum of the recipe's buffers.
+int64_t set_bytes(const Recipe& recipe) {
+  int64_t per_set = 0;
+  for (const Spec& s : recipe.buffers) {
+    const int64_t width = gpu::dtype_bytes(s.dtype);
+    if (s.elements > std::numeric_limits<int64_t>::max() / width) throw Error(recipe.description + ": too large");
+    const int64_t bytes = s.elements * width;
+    if (per_set > std::numeric_limits<int64_t>::max() - bytes) throw Error(recipe.description + ": too large");
+    per_set += bytes;
+  }
+  return per_set;
+}
+
 class GpuCase final : public KernelCase, public GpuEnqueueCase {
  public:
   GpuCase(Recipe recipe, Context& ctx, const GpuCaseOptions& options) : recipe_(std::move(recipe)), ctx_(ctx) {
-    int64_t per_set = 0;
-    for (const Spec& s : recipe_.buffers) {
-      const int64_t bytes = s.elements * gpu::dtype_bytes(s.dtype);  // elements < 2^62 by mul()
-      if (per_set > std::numeric_limits<int64_t>::max() - bytes) throw Error(recipe_.description + ": too large");
-      per_set += bytes;
-    }
+    const int64_t per_set = set_bytes(recipe_);
     const auto budget = static_cast<int64_t>(options.max_free_fraction * static_cast<double>(ctx.free_memory_bytes()));
     int sets = 0;
     try {
@@ -422,6 +430,8 @@ int gpu_case_set_count(int64_t per_set_bytes, int64_t l2_bytes, int64_t budget_b
   const int64_t fit = budget_bytes / per_set_bytes;
   return static_cast<int>(std::max<int64_t>(1, std::min({want, fit, static_cast<int64_t>(max_sets)})));
 }
+
+int64_t gpu_case_set_bytes(const ir::Compute& op) { return set_bytes(recipe_for(op)); }
 
 std::unique_ptr<KernelCase> make_gpu_case(const ir::Compute& op, gpu::Context& ctx, const GpuCaseOptions& options) {
 #ifndef LACUNA_HAVE_CUDA

@@ -53,6 +53,13 @@ struct GpuCaseOptions {
 std::unique_ptr<KernelCase> make_gpu_case(const ir::Compute& op, gpu::Context& ctx,
                                           const GpuCaseOptions& options = {});
 
+// The device bytes of one input set of op's case, as make_gpu_case and
+// make_gpu_enqueue_case allocate it (every buffer of the recipe, workspaces
+// included). Pure and CUDA-free, so the executor can bound a rank's device
+// memory before it allocates anything. Throws as make_gpu_case for an
+// unsupported op.
+int64_t gpu_case_set_bytes(const ir::Compute& op);
+
 // How many rotating sets of `per_set_bytes`: the fewest whose total exceeds
 // 2 × l2_bytes, capped at max_sets and at budget_bytes in all. Throws
 // lacuna::Error when even one set exceeds budget_bytes. Pure; for tests.

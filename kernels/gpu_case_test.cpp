@@ -96,6 +96,31 @@ TEST(GpuCase, SetCountRule) {
   EXPECT_THROW(gpu_case_set_count(3000, 1000, 2000), Error);  // one set does not fit
 }
 
+// Pure: one set's bytes in closed form, as the executor's memory bound uses them.
+TEST(GpuCase, SetBytesInClosedForm) {
+  // GEMM [m, n, k]: X [m, k], W [k, n], Y [m, n], bf16.
+  EXPECT_EQ(gpu_case_set_bytes(op(ir::GEMM, kF, {512, 768, 256})), 2 * (512 * 256 + 256 * 768 + 512 * 768));
+  // Batched: every operand times the batch.
+  EXPECT_EQ(gpu_case_set_bytes(op(ir::GEMM, kB, {128, 64, 128, 8})), 8 * 2 * (128 * 128 + 128 * 64 + 128 * 64));
+  // Attention backward [b, h, sq, skv, d, causal, kv]: q, o, dO, dq bf16 [b, sq, h, d]; k, v, dk, dv bf16
+  // [b, skv, kv, d]; lse and the workspace f32 [b, h, sq].
+  const int64_t q = 2 * 256 * 8 * 128, kv = 2 * 256 * 2 * 128, lse = 2 * 8 * 256;
+  EXPECT_EQ(gpu_case_set_bytes(op(ir::ATTENTION, kB, {2, 8, 256, 256, 128, 1, 2})),
+            2 * (4 * q + 4 * kv) + 4 * (2 * lse));
+  EXPECT_THROW(gpu_case_set_bytes(op(ir::GEMM, kF, {1, 2})), Error);  // unsupported, as make_gpu_case
+}
+
+TEST(GpuCase, OneSetAllocatesWhatSetBytesSays) {
+  LACUNA_SKIP_WITHOUT_GPU();
+  for (const ir::Compute& o : {op(ir::GEMM, kF, {512, 768, 256}), op(ir::ATTENTION, kB, {2, 8, 256, 256, 128, 1, 2}),
+                               op(ir::CROSS_ENTROPY, kF, {256, 32000}), op(ir::OPTIMIZER, kF, {1 << 20})}) {
+    GpuCaseOptions one;
+    one.max_sets = 1;
+    const auto c = make_gpu_enqueue_case(o, ctx(), one);
+    EXPECT_EQ(c->resident_bytes(), gpu_case_set_bytes(o)) << c->describe();
+  }
+}
+
 TEST(GpuCase, UnsupportedCombinationsAreErrorsNamingTheOp) {
   LACUNA_SKIP_WITHOUT_GPU();
   const std::vector<ir::Compute> bad = {

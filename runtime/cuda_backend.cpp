@@ -27,6 +27,7 @@
 #include "runtime/cuda_probe.h"
 #include "runtime/cuda_rank.h"
 #include "runtime/enqueue_order.h"
+#include "runtime/memory_bound.h"
 #include "runtime/plan.h"
 #include "sim/core/error.h"
 
@@ -121,7 +122,13 @@ class CudaBackend final : public Backend {
     const Plan plan = make_plan(program, PlanOptions{.ranks = options.ranks,
                                                      .apply_compute_time_scale = options.apply_compute_time_scale,
                                                      .replay = options.replay});
-    // Host-side checks for every rank, before any GPU work.
+    // Host-side checks for every rank, before any GPU work: the recorded
+    // spans' host memory, then each rank's enqueue order. Each rank's device
+    // memory is checked on its GPU before its first allocation.
+    const std::int64_t kept = options.keep_all_iterations ? options.iterations : 1;
+    MemoryEstimate host;
+    host.spans = estimate_span_memory(plan, kept);
+    check_memory(host, Bytes(options.max_memory_bytes), "--max-host-memory-gb");
     for (int r : plan.ranks) {
       std::vector<const StreamPlan*> streams;
       for (const StreamPlan& sp : plan.streams) {

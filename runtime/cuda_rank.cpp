@@ -21,6 +21,7 @@
 #include "runtime/cuda_nccl.h"
 #include "runtime/cuda_spin.h"
 #include "runtime/enqueue_order.h"
+#include "runtime/gpu_memory.h"
 #include "sim/core/error.h"
 
 namespace lacuna::runtime {
@@ -36,19 +37,6 @@ void check(cudaError_t e, const std::string& what) {
 
 void check_launch(int code, const std::string& what) {
   if (code != 0) throw Error("CUDA: launching " + what + ": " + cuda::error_string(code));
-}
-
-// bf16 elements of a collective / p2p buffer of `bytes` (program.proto: S),
-// a multiple of the group size where the collective splits it.
-std::size_t bf16_elements(const PlannedOp& p) {
-  auto n = static_cast<std::size_t>((p.bytes + 1) / 2);
-  if (p.kind == OpKind::kCollective &&
-      (p.collective == CollectiveKind::kAllGather || p.collective == CollectiveKind::kReduceScatter ||
-       p.collective == CollectiveKind::kAllToAll)) {
-    const auto g = static_cast<std::size_t>(std::max(p.group_size, 1));
-    n = (n + g - 1) / g * g;
-  }
-  return n;
 }
 
 bool is_comm(const PlannedOp& p) {
@@ -154,7 +142,21 @@ class RankRun {
     return w;
   }
 
+  // The whole rank's device memory against what the GPU has free now (its
+  // CUDA context and the NCCL communicators already made), before the first
+  // allocation (runtime/gpu_memory.h).
+  void check_device_memory() const {
+    check(cudaSetDevice(device_), "cudaSetDevice");
+    std::size_t free_bytes = 0, total_bytes = 0;
+    check(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo");
+    cudaDeviceProp prop{};
+    check(cudaGetDeviceProperties(&prop, device_), "cudaGetDeviceProperties");
+    check_gpu_memory(estimate_gpu_memory(plan_, rank_), Bytes(static_cast<std::int64_t>(free_bytes)), rank_,
+                     "GPU " + std::to_string(device_) + " (" + prop.name + ")");
+  }
+
   void setup() {
+    check_device_memory();
     res_ = std::make_unique<Resources>();
     Resources& r = *res_;
     const std::size_t n = streams_.size();
@@ -170,18 +172,10 @@ class RankRun {
         r.contexts.push_back(std::make_unique<gpu::Context>(device_));
         gpu::Context& ctx = *r.contexts.back();
         for (const ir::Compute& c : sp.computes) r.cases[s].push_back(kernels::make_gpu_enqueue_case(c, ctx, copt));
-        std::size_t a = 1, b = 1;
-        for (const PlannedOp& p : sp.ops) {
-          if (!is_comm(p) || p.emulated || p.fixed_ns > 0) continue;
-          a = std::max(a, bf16_elements(p));
-          if (p.kind == OpKind::kCollective &&
-              (p.collective == CollectiveKind::kAllToAll || p.collective == CollectiveKind::kReduce)) {
-            b = std::max(b, bf16_elements(p));
-          }
-        }
-        r.buf_a.emplace_back(ctx, gpu::DType::kBf16, static_cast<int64_t>(a));
+        const NcclBufferElements e = nccl_buffer_elements(sp);
+        r.buf_a.emplace_back(ctx, gpu::DType::kBf16, static_cast<int64_t>(e.a));
         r.buf_a.back().zero();
-        r.buf_b.emplace_back(ctx, gpu::DType::kBf16, static_cast<int64_t>(b));
+        r.buf_b.emplace_back(ctx, gpu::DType::kBf16, static_cast<int64_t>(e.b));
         r.buf_b.back().zero();
         r.begin[s].assign(sp.ops.size(), nullptr);
         r.end[s].assign(sp.ops.size(), nullptr);
@@ -306,7 +300,7 @@ class RankRun {
       check_launch(cuda::launch_spin(st, nullptr, 0, p.fixed_ns, r.abort_dev), "a fixed-duration spin");
       return;
     }
-    const std::size_t n = bf16_elements(p);
+    const std::size_t n = nccl_bf16_elements(p);
     if (p.kind == OpKind::kSend) {
       lib.check(api.Send(a, n, nccl::kBfloat16, peer, c.comm, st), "ncclSend");
       return;

@@ -56,8 +56,11 @@ struct ExecuteOptions {
   // groups and peers; ops with a rank outside them are emulated from these
   // predicted spans. Not owned; must outlive the call.
   const ReplayTimes* replay = nullptr;
-  // Refuse, before any buffer is allocated, a run whose estimated memory
-  // (runtime/memory_bound.h) exceeds this many bytes; 0: no limit.
+  // Refuse, before any buffer is allocated, a run whose estimated host memory
+  // (runtime/memory_bound.h: the CPU backend's buffers and spans, the CUDA
+  // backend's spans) exceeds this many bytes; 0: no limit. The CUDA backend
+  // bounds each rank's device memory by its GPU's free memory
+  // (runtime/gpu_memory.h).
   std::int64_t max_memory_bytes = 0;
 };
 

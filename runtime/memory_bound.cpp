@@ -30,7 +30,6 @@ MemoryEstimate estimate_cpu_memory(const Plan& plan, std::int64_t kept_iteration
   // As the executor builds them: one input set per kernel case.
   kernels::CpuCaseOptions case_options;
   case_options.max_sets = 1;
-  std::int64_t ops = 0;
   for (const StreamPlan& sp : plan.streams) {
     for (const ir::Compute& c : sp.computes) {
       try {
@@ -44,14 +43,19 @@ MemoryEstimate estimate_cpu_memory(const Plan& plan, std::int64_t kept_iteration
     // twice buffer a (reduce-scatter's 2 × output): 3a + b floats.
     const auto floats = static_cast<std::int64_t>(sp.buffer_a) * 3 + static_cast<std::int64_t>(sp.buffer_b);
     transfer_bytes = add(transfer_bytes, mul(floats, static_cast<std::int64_t>(sizeof(float))));
-    ops = add(ops, static_cast<std::int64_t>(sp.ops.size()));
   }
-  // Each stream's spans, then the merged, sorted result beside them.
   MemoryEstimate e;
   e.kernel = Bytes(kernel_bytes);
   e.transfer = Bytes(transfer_bytes);
-  e.spans = Bytes(mul(mul(ops, kept_iterations), 2 * static_cast<std::int64_t>(sizeof(ExecutedSpan))));
+  e.spans = estimate_span_memory(plan, kept_iterations);
   return e;
+}
+
+Bytes estimate_span_memory(const Plan& plan, std::int64_t kept_iterations) {
+  std::int64_t ops = 0;
+  for (const StreamPlan& sp : plan.streams) ops = add(ops, static_cast<std::int64_t>(sp.ops.size()));
+  // Each stream's spans, then the merged, sorted result beside them.
+  return Bytes(mul(mul(ops, kept_iterations), 2 * static_cast<std::int64_t>(sizeof(ExecutedSpan))));
 }
 
 void check_memory(const MemoryEstimate& estimate, Bytes max, const std::string& option) {

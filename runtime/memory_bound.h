@@ -24,6 +24,10 @@ struct MemoryEstimate {
 // keep_all_iterations, else 1). Sums saturate at INT64_MAX.
 MemoryEstimate estimate_cpu_memory(const Plan& plan, std::int64_t kept_iterations);
 
+// The recorded spans of `kept_iterations` and their merged copy, as the
+// executor holds them on the host (both backends).
+Bytes estimate_span_memory(const Plan& plan, std::int64_t kept_iterations);
+
 // Throws lacuna::Error naming `option` when the estimate exceeds `max` (0:
 // no limit),
 // with each part and what would reduce it.

@@ -162,7 +162,9 @@ int run_execute(const ExecuteCliOptions& o) {
   const int hardware_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   eo.compute_slots = o.compute_slots >= 0 ? o.compute_slots : backend->name() == "cpu" ? hardware_threads : 0;
   eo.replay = replay ? &*replay : nullptr;
-  if (backend->name() == "cpu") eo.max_memory_bytes = max_host_memory_bytes(o.max_host_memory_gb);
+  // The CPU backend holds everything in host memory; the CUDA backend holds
+  // the recorded spans there, and bounds its device memory per rank itself.
+  eo.max_memory_bytes = max_host_memory_bytes(o.max_host_memory_gb);
   // Executed rank subsets without --replay are checked by the plan (every
   // peer and group member must run).
 
@@ -250,8 +252,9 @@ void add_execute_command(CLI::App& app, Action& action) {
       ->check(CLI::Range(0, 1 << 20));
   sub->add_option("--seed", o->seed, "seed of the kernels' random inputs")->capture_default_str();
   sub->add_option("--max-host-memory-gb", o->max_host_memory_gb,
-                  "cpu backend: refuse before allocating when the run's estimated memory (kernel and transfer "
-                  "buffers, recorded spans) exceeds this (default: 80 % of this machine's memory; 0: no limit)")
+                  "refuse before allocating when the run's estimated host memory exceeds this (cpu backend: kernel "
+                  "and transfer buffers and recorded spans; cuda backend: recorded spans) (default: 80 % of this "
+                  "machine's memory; 0: no limit)")
       ->check(CLI::Range(0.0, 1e9));
   add_scale_down_option(sub, o->scale_down);
   add_network_option(sub, o->network);
