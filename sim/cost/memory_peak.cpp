@@ -6,17 +6,17 @@
 
 namespace lacuna::cost {
 
-int64_t allocator_reserve_bytes(int64_t activation_peak, double fragmentation) {
-  if (fragmentation <= 0 || activation_peak <= 0) return 0;
-  return static_cast<int64_t>(std::ceil(fragmentation * static_cast<double>(activation_peak)));
+Bytes allocator_reserve_bytes(Bytes activation_peak, double fragmentation) {
+  if (fragmentation <= 0 || activation_peak <= Bytes::zero()) return Bytes::zero();
+  return Bytes(static_cast<int64_t>(std::ceil(fragmentation * static_cast<double>(activation_peak.count()))));
 }
 
-int64_t memory_peak_bytes(int64_t baseline, int64_t activation_peak, double fragmentation) {
+Bytes memory_peak_bytes(Bytes baseline, Bytes activation_peak, double fragmentation) {
   return baseline + activation_peak + allocator_reserve_bytes(activation_peak, fragmentation);
 }
 
-int64_t baseline_bytes(const ir::MemoryBaseline& m) {
-  return m.weights_bytes() + m.gradients_bytes() + m.optimizer_bytes() + m.other_bytes();
+Bytes baseline_bytes(const ir::MemoryBaseline& m) {
+  return Bytes(m.weights_bytes() + m.gradients_bytes() + m.optimizer_bytes() + m.other_bytes());
 }
 
 double allocator_fragmentation(const scenario::Cluster& cluster) {
@@ -24,12 +24,13 @@ double allocator_fragmentation(const scenario::Cluster& cluster) {
   return mo.has_allocator_fragmentation() ? mo.allocator_fragmentation() : 0.0;
 }
 
-int64_t hbm_capacity_bytes(const scenario::Cluster& cluster) {
+Bytes hbm_capacity_bytes(const scenario::Cluster& cluster) {
   const auto& gpu = cluster.gpu();
-  return gpu.has_hbm_capacity_gib() ? static_cast<int64_t>(std::llround(gpu.hbm_capacity_gib() * 1073741824.0)) : 0;
+  return gpu.has_hbm_capacity_gib() ? Bytes(static_cast<int64_t>(std::llround(gpu.hbm_capacity_gib() * 1073741824.0)))
+                                    : Bytes::zero();
 }
 
-int64_t activation_peak_bytes(const ir::RankClass& rank_class) {
+Bytes activation_peak_bytes(const ir::RankClass& rank_class) {
   int64_t total = 0;
   for (const ir::Stream& stream : rank_class.streams()) {
     int64_t live = 0, peak = 0;
@@ -40,7 +41,7 @@ int64_t activation_peak_bytes(const ir::RankClass& rank_class) {
     }
     total += peak;
   }
-  return total;
+  return Bytes(total);
 }
 
 ClassMemory class_memory(const ir::Program& program, int32_t class_id) {
@@ -65,7 +66,7 @@ Feasibility program_feasibility(const ir::Program& program) {
     const int32_t c = program.ranks(r).class_id();
     if (c < 0 || c >= static_cast<int32_t>(classes.size())) continue;
     if (first_rank[static_cast<size_t>(c)] < 0) first_rank[static_cast<size_t>(c)] = r;
-    if (f.capacity > 0 && classes[static_cast<size_t>(c)].peak > f.capacity) ++f.over_capacity_ranks;
+    if (f.capacity > Bytes::zero() && classes[static_cast<size_t>(c)].peak > f.capacity) ++f.over_capacity_ranks;
   }
   for (size_t c = 0; c < classes.size(); ++c) {
     if (first_rank[c] < 0) continue;  // a class no rank runs

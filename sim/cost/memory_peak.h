@@ -18,26 +18,27 @@
 
 #include <cstdint>
 
+#include "sim/core/units.h"
 #include "sim/proto/program.pb.h"
 #include "sim/proto/scenario.pb.h"
 
 namespace lacuna::cost {
 
 // ceil(fragmentation · activation_peak); 0 for fragmentation ≤ 0.
-int64_t allocator_reserve_bytes(int64_t activation_peak, double fragmentation);
+Bytes allocator_reserve_bytes(Bytes activation_peak, double fragmentation);
 
 // baseline + activation_peak + allocator_reserve_bytes(activation_peak, fragmentation).
-int64_t memory_peak_bytes(int64_t baseline, int64_t activation_peak, double fragmentation);
+Bytes memory_peak_bytes(Bytes baseline, Bytes activation_peak, double fragmentation);
 
 // weights + gradients + optimizer + other.
-int64_t baseline_bytes(const ir::MemoryBaseline& m);
+Bytes baseline_bytes(const ir::MemoryBaseline& m);
 
 // cluster.memory_overheads.allocator_fragmentation (0 when unset, e.g. a
 // program compiled before the field existed).
 double allocator_fragmentation(const scenario::Cluster& cluster);
 
-// The GPU's HBM in bytes (hbm_capacity_gib · 2^30, rounded); 0 when unknown.
-int64_t hbm_capacity_bytes(const scenario::Cluster& cluster);
+// The GPU's HBM (hbm_capacity_gib · 2^30 bytes, rounded); 0 when unknown.
+Bytes hbm_capacity_bytes(const scenario::Cluster& cluster);
 
 // Highest running sum of memory_delta_bytes over one class's ops, taken per
 // stream in op order (at least 0: the iteration starts with no activations)
@@ -45,19 +46,19 @@ int64_t hbm_capacity_bytes(const scenario::Cluster& cluster);
 // (every compiler path but Optimus' second encoder stream) this is exactly the
 // peak the engine reaches, whatever the timing; with several it is an upper
 // bound (each stream's running sum never exceeds its own maximum).
-int64_t activation_peak_bytes(const ir::RankClass& rank_class);
+Bytes activation_peak_bytes(const ir::RankClass& rank_class);
 
 struct ClassMemory {
-  int64_t baseline = 0;
-  int64_t activation_peak = 0;
-  int64_t reserve = 0;  // allocator_reserve_bytes(activation_peak, fragmentation)
-  int64_t peak = 0;     // baseline + activation_peak + reserve
+  Bytes baseline;
+  Bytes activation_peak;
+  Bytes reserve;  // allocator_reserve_bytes(activation_peak, fragmentation)
+  Bytes peak;     // baseline + activation_peak + reserve
 };
 ClassMemory class_memory(const ir::Program& program, int32_t class_id);
 
 // Whether every rank of a program fits its GPU's HBM.
 struct Feasibility {
-  int64_t capacity = 0;        // bytes; 0: unknown (then every rank fits)
+  Bytes capacity;              // 0: unknown (then every rank fits)
   int32_t num_ranks = 0;
   int32_t over_capacity_ranks = 0;
   int32_t worst_class = -1;    // the class with the highest peak (lowest id on ties)

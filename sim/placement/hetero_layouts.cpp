@@ -188,8 +188,8 @@ int64_t module_period_ns(const ir::Program& p, int32_t module, int32_t microbatc
 }
 
 bool ranks_fit(const ir::Program& p, int32_t first, int32_t last) {
-  const int64_t capacity = cost::hbm_capacity_bytes(p.cluster());
-  if (capacity <= 0) return true;
+  const Bytes capacity = cost::hbm_capacity_bytes(p.cluster());
+  if (capacity <= Bytes::zero()) return true;
   std::vector<int8_t> seen(static_cast<size_t>(p.classes_size()), 0);
   for (int32_t r = std::max(0, first); r < std::min(last, p.ranks_size()); ++r) {
     const int32_t c = p.ranks(r).class_id();

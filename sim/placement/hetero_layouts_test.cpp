@@ -115,7 +115,7 @@ TEST(HeteroLayouts, InfeasibleCandidatesAreNeverChosen) {
     } catch (const Error&) {
       continue;
     }
-    const int64_t peak = cost::program_feasibility(p).worst.peak;
+    const int64_t peak = cost::program_feasibility(p).worst.peak.count();
     if (layout_of(cand.tp(), cand.pp()) == winner)
       winner_peak = peak;
     else if (!other_peak || peak < *other_peak)
@@ -209,7 +209,7 @@ TEST(HeteroLayouts, AnIslandTooSmallForTheEncoderNamesTheField) {
   const ir::Program p = compile_as(full, scenario::HETEROGENEOUS, cost);
   int64_t llm_peak = 0, island_peak = 0;
   for (int32_t r = 0; r < p.ranks_size(); ++r) {
-    const int64_t peak = cost::class_memory(p, p.ranks(r).class_id()).peak;
+    const int64_t peak = cost::class_memory(p, p.ranks(r).class_id()).peak.count();
     (r < 8 ? llm_peak : island_peak) = std::max(r < 8 ? llm_peak : island_peak, peak);
   }
   ASSERT_LT(llm_peak + 4096, island_peak);

@@ -39,11 +39,11 @@ void expect_static_equals_simulated(const ir::Program& program, const std::strin
   int32_t over = 0;
   for (const report::RankAccount& r : acc.ranks()) {
     const cost::ClassMemory m = cost::class_memory(program, program.ranks(r.rank).class_id());
-    EXPECT_EQ(r.baseline_memory.count(), m.baseline) << "rank " << r.rank;
-    EXPECT_EQ(r.activation_peak.count(), m.activation_peak) << "rank " << r.rank;
-    EXPECT_EQ(r.peak_memory.count(), m.peak) << "rank " << r.rank;
-    EXPECT_GT(m.activation_peak, 0);
-    EXPECT_GT(m.reserve, 0);
+    EXPECT_EQ(r.baseline_memory, m.baseline) << "rank " << r.rank;
+    EXPECT_EQ(r.activation_peak, m.activation_peak) << "rank " << r.rank;
+    EXPECT_EQ(r.peak_memory, m.peak) << "rank " << r.rank;
+    EXPECT_GT(m.activation_peak, Bytes(0));
+    EXPECT_GT(m.reserve, Bytes(0));
     over += r.over_capacity ? 1 : 0;
   }
   EXPECT_EQ(cost::program_feasibility(program).over_capacity_ranks, over);

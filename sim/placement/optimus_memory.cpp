@@ -22,28 +22,28 @@ int32_t encoder_communicators(const ir::Program& llm, const EncoderWork& work) {
   return (work.geo.tp_enc > 1 ? 1 : 0) + (work.geo.dp_enc() > 1 && trains ? 1 : 0) + (llm_p2p ? 0 : 1);
 }
 
-int64_t plan_peak_memory_bytes(const ir::Program& llm, const LlmTimeline& timeline, const EncoderWork& work,
-                               const std::vector<int32_t>& split) {
+Bytes plan_peak_memory_bytes(const ir::Program& llm, const LlmTimeline& timeline, const EncoderWork& work,
+                             const std::vector<int32_t>& split) {
   const Geometry& geo = work.geo;
   const auto& mo = llm.cluster().memory_overheads();
-  const int64_t per_communicator =
-      mo.has_nccl_communicator_mib() ? static_cast<int64_t>(std::llround(mo.nccl_communicator_mib() * 1048576.0)) : 0;
-  const int64_t communicators = per_communicator * encoder_communicators(llm, work);
+  const Bytes per_communicator(
+      mo.has_nccl_communicator_mib() ? static_cast<int64_t>(std::llround(mo.nccl_communicator_mib() * 1048576.0)) : 0);
+  const Bytes communicators = per_communicator * encoder_communicators(llm, work);
   const double fragmentation = cost::allocator_fragmentation(llm.cluster());
-  int64_t peak = 0;
+  Bytes peak;
   for (int32_t s = 0; s < geo.pp_llm; ++s) {
     const StageWork& sw = work.stages[static_cast<size_t>(geo.encoder_stage(s))];
     const auto enc = cost::model_state_bytes(sw.trainable_parameters, geo.dp_enc(), work.distributed_optimizer);
     const Bytes frozen =
         cost::model_state_bytes(sw.frozen_parameters, geo.dp_enc(), work.distributed_optimizer).weights;
-    const int64_t baseline = cost::baseline_bytes(llm.classes(s).memory()) +
-                             (enc.weights + enc.gradients + enc.optimizer + frozen).count() + communicators;
+    const Bytes baseline =
+        cost::baseline_bytes(llm.classes(s).memory()) + enc.weights + enc.gradients + enc.optimizer + frozen + communicators;
     for (int32_t c = 0; c < geo.slices(); ++c) {
       const int32_t e = geo.pipeline(s, c * geo.tp_enc);
       const int64_t microbatches = e < static_cast<int32_t>(split.size()) ? split[static_cast<size_t>(e)] : 0;
-      const int64_t activations = timeline.stages[static_cast<size_t>(s)].peak_activation_bytes +
-                                  microbatches * sw.activation_bytes +
-                                  (microbatches > 0 ? sw.recompute_transient_bytes : 0);
+      const Bytes activations = timeline.stages[static_cast<size_t>(s)].peak_activation +
+                                Bytes(sw.activation * microbatches) +
+                                (microbatches > 0 ? sw.recompute_transient : Bytes{});
       peak = std::max(peak, cost::memory_peak_bytes(baseline, activations, fragmentation));
     }
   }
@@ -98,7 +98,7 @@ int64_t max_stage_layers(const scenario::Scenario& spec, const Geometry& geo) {
 EncoderFit fit_encoder_recompute(const scenario::Scenario& spec, const Geometry& geo, bool sequence_parallel,
                                  const compiler::ModuleRecompute& asked, const ir::Program& llm,
                                  const LlmTimeline& timeline, const cost::CostModel& cost) {
-  const int64_t capacity = cost::hbm_capacity_bytes(spec.cluster());
+  const Bytes capacity = cost::hbm_capacity_bytes(spec.cluster());
   const std::vector<int32_t> split = even_split(timeline.microbatches, geo.pipelines());
   auto work_at = [&](const compiler::ModuleRecompute& r) {
     return build_encoder_work(spec, geo, sequence_parallel, r.mode, llm, cost, r.num_layers);
@@ -107,7 +107,7 @@ EncoderFit fit_encoder_recompute(const scenario::Scenario& spec, const Geometry&
     EncoderFit f;
     f.recompute = r;
     f.memory = plan_peak_memory_bytes(llm, timeline, w, split);
-    f.fits = capacity <= 0 || f.memory <= capacity;
+    f.fits = capacity <= Bytes::zero() || f.memory <= capacity;
     f.work = std::move(w);
     return f;
   };

@@ -36,8 +36,8 @@ int32_t encoder_communicators(const ir::Program& llm, const EncoderWork& work);
 // on the GPU keep at most every microbatch's activations at once (the coarse
 // schedule runs every forward before the LLM and every backward after it)
 // and the two running sums peak at most at the sum of their peaks.
-int64_t plan_peak_memory_bytes(const ir::Program& llm, const LlmTimeline& timeline, const EncoderWork& work,
-                               const std::vector<int32_t>& split);
+Bytes plan_peak_memory_bytes(const ir::Program& llm, const LlmTimeline& timeline, const EncoderWork& work,
+                             const std::vector<int32_t>& split);
 
 // ⌈n / m⌉ microbatches on each of the m pipelines (at least 1): no split of n
 // puts fewer on its busiest pipeline.
@@ -53,7 +53,7 @@ std::vector<int32_t> even_split(int32_t n, int32_t m);
 struct EncoderFit {
   compiler::ModuleRecompute recompute;
   EncoderWork work;
-  int64_t memory = 0;  // plan_peak_memory_bytes at the even split
+  Bytes memory;  // plan_peak_memory_bytes at the even split
   bool fits = false;
 };
 EncoderFit fit_encoder_recompute(const scenario::Scenario& spec, const Geometry& geo, bool sequence_parallel,

@@ -138,11 +138,11 @@ struct Searched {
   int64_t estimate = std::numeric_limits<int64_t>::max();
   size_t plan = 0;
   std::vector<int32_t> split;
-  int64_t memory = 0;
+  Bytes memory;
   int32_t pruned = 0;  // plans over HBM at every encoder recompute
 };
 
-Searched search_splits(const LlmAt& at, PlansAt found, int64_t capacity, int64_t cap_splits,
+Searched search_splits(const LlmAt& at, PlansAt found, Bytes capacity, int64_t cap_splits,
                        const PlannerOptions& options, const cost::CostModel& cost, PlannerResult& stats) {
   Searched out;
   out.fits = !found.fitting.empty();
@@ -164,8 +164,8 @@ Searched search_splits(const LlmAt& at, PlansAt found, int64_t capacity, int64_t
     for (const auto& split : enumerate_splits(n, fe.work.geo.pipelines(), cap_splits, bubble_ns)) {
       // A split that puts more microbatches on a pipeline than the plan's
       // recompute was chosen for may not fit (the even split does).
-      const int64_t memory = plan_peak_memory_bytes(at.llm, at.timeline, fe.work, split);
-      if (out.fits && capacity > 0 && memory > capacity) continue;
+      const Bytes memory = plan_peak_memory_bytes(at.llm, at.timeline, fe.work, split);
+      if (out.fits && capacity > Bytes::zero() && memory > capacity) continue;
       const int64_t estimate = scheduler.evaluate(split, options.coarse_only);
       ++stats.splits_evaluated;
       if (options.keep_candidates) stats.candidates.push_back({fe.work.geo, split, estimate});
@@ -271,7 +271,7 @@ PlannerResult plan_optimus(const scenario::LoadedScenario& scenario, const cost:
   }
   const int64_t cap_splits =
       options.max_splits_per_plan > 0 ? options.max_splits_per_plan : kDefaultMaxSplits;
-  const int64_t capacity = cost::hbm_capacity_bytes(spec.cluster());
+  const Bytes capacity = cost::hbm_capacity_bytes(spec.cluster());
   Searched best = search_splits(at, std::move(found), capacity, cap_splits, options, cost, out);
   out.llm_megatron_iteration_ns = at.timeline.iteration_ns;
 
@@ -308,7 +308,7 @@ PlannerResult plan_optimus(const scenario::LoadedScenario& scenario, const cost:
   }
   out.plans_pruned_by_memory = best.pruned;
   out.fits = best.fits;
-  out.peak_memory_bytes = best.memory;
+  out.peak_memory = best.memory;
   out.llm = std::move(at.llm);
   out.timeline = std::move(at.timeline);
   out.llm_recompute = at.recompute;

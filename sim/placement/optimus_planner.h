@@ -52,7 +52,7 @@ struct PlannerResult {
   int32_t plans_pruned_by_memory = 0;  // over capacity at every encoder recompute (all: the least-memory one is kept)
   int32_t plans_not_applicable = 0;    // sizes not divisible by the encoder TP
   int64_t splits_evaluated = 0;
-  int64_t peak_memory_bytes = 0;       // of the chosen plan and split (plan_peak_memory_bytes)
+  Bytes peak_memory;                   // of the chosen plan and split (plan_peak_memory_bytes)
   bool fits = true;                    // false: nothing fits, the least-memory plan was kept
   std::vector<Candidate> candidates;   // with keep_candidates
   // Dependency-point deferral: the chosen one (schedule::PipelineShape::

@@ -558,7 +558,7 @@ TEST(Optimus, EmittedModelStateMatchesThePaperMemoryModel) {
   EXPECT_DOUBLE_EQ(replicated / n_gpu, paper_model_memory_bytes(6, plan.geo.dp_enc(), phi_enc, 0, 0, n_gpu));
   EXPECT_NEAR(optimizer / n_gpu, 12 * phi_enc / n_gpu, 1.0);
   // And the planner's per-GPU peak is the most loaded class.
-  EXPECT_EQ(plan.peak_memory_bytes, plan_peak_memory_bytes(plan.llm, plan.timeline, plan.work, plan.schedule.split));
+  EXPECT_EQ(plan.peak_memory, plan_peak_memory_bytes(plan.llm, plan.timeline, plan.work, plan.schedule.split));
 }
 
 SmallMllm big_encoder() {
@@ -590,7 +590,7 @@ TEST(Optimus, EncoderRecomputeIsTheCheapestRungThatFits) {
     const int64_t layers = (4 + g.pp_enc - 1) / g.pp_enc;
     for (const auto& r : recompute_ladder(layers)) {
       const EncoderWork w = build_encoder_work(s.spec, g, false, r.mode, all.llm, *cost, r.num_layers);
-      Rung x{r, 0, plan_peak_memory_bytes(all.llm, all.timeline, w, even_split(8, g.pipelines()))};
+      Rung x{r, 0, plan_peak_memory_bytes(all.llm, all.timeline, w, even_split(8, g.pipelines())).count()};
       for (const StageWork& st : w.stages) x.cost += st.recompute_ns;
       rungs.push_back(x);
     }
@@ -605,7 +605,7 @@ TEST(Optimus, EncoderRecomputeIsTheCheapestRungThatFits) {
                                                    all.timeline, *cost);
       EXPECT_TRUE(got.fits);
       EXPECT_EQ(got.recompute, want->r) << "tp " << g.tp_enc << " pp " << g.pp_enc << " capacity " << capacity;
-      EXPECT_EQ(got.memory, want->memory);
+      EXPECT_EQ(got.memory.count(), want->memory);
       ++checked;
       raised += want != rungs.begin() ? 1 : 0;
     }
@@ -624,7 +624,7 @@ TEST(Optimus, PlannerPrunesWhatFitsAtNoRecomputeAndFallsBackToTheSmallestPlan) {
   std::vector<int64_t> memory;
   for (const Geometry& g : enumerate_geometries(2, 2, 2, 4)) {
     const EncoderWork w = build_encoder_work(s.spec, g, false, scenario::RECOMPUTE_FULL, all.llm, *cost);
-    memory.push_back(plan_peak_memory_bytes(all.llm, all.timeline, w, even_split(8, g.pipelines())));
+    memory.push_back(plan_peak_memory_bytes(all.llm, all.timeline, w, even_split(8, g.pipelines())).count());
   }
   const auto [lo, hi] = std::minmax_element(memory.begin(), memory.end());
   ASSERT_LT(*lo, *hi);
@@ -634,7 +634,7 @@ TEST(Optimus, PlannerPrunesWhatFitsAtNoRecomputeAndFallsBackToTheSmallestPlan) {
   const PlannerResult pruned = plan_optimus(s, *cost, {});
   EXPECT_GT(pruned.plans_pruned_by_memory, 0);
   EXPECT_EQ(pruned.plans_pruned_by_memory + pruned.plans_evaluated, static_cast<int32_t>(memory.size()));
-  EXPECT_LE(pruned.peak_memory_bytes, (*lo + *hi) / 2);
+  EXPECT_LE(pruned.peak_memory.count(), (*lo + *hi) / 2);
   EXPECT_TRUE(pruned.fits);
   EXPECT_EQ(pruned.llm_recompute, (compiler::ModuleRecompute{scenario::RECOMPUTE_NONE, 0}));
   // Nothing fits, not even with the LLM at full recompute: the least-memory
@@ -647,7 +647,7 @@ TEST(Optimus, PlannerPrunesWhatFitsAtNoRecomputeAndFallsBackToTheSmallestPlan) {
   EXPECT_EQ(none.plans_evaluated, 1);
   EXPECT_EQ(none.llm_recompute, (compiler::ModuleRecompute{scenario::RECOMPUTE_FULL, 0}));
   EXPECT_EQ(none.encoder_recompute, (compiler::ModuleRecompute{scenario::RECOMPUTE_FULL, 0}));
-  EXPECT_LT(none.peak_memory_bytes, *lo);  // the LLM's full recompute lowers it further
+  EXPECT_LT(none.peak_memory.count(), *lo);  // the LLM's full recompute lowers it further
 }
 
 // When no encoder recompute fits a plan, the LLM's rises.
@@ -661,7 +661,7 @@ TEST(Optimus, PlannerRaisesTheLlmRecomputeWhenNoEncoderRecomputeFits) {
     int64_t m = std::numeric_limits<int64_t>::max();
     for (const Geometry& g : enumerate_geometries(2, 2, 2, 4)) {
       const EncoderWork w = build_encoder_work(s.spec, g, false, scenario::RECOMPUTE_FULL, llm, *cost);
-      m = std::min(m, plan_peak_memory_bytes(llm, t, w, even_split(8, g.pipelines())));
+      m = std::min(m, plan_peak_memory_bytes(llm, t, w, even_split(8, g.pipelines())).count());
     }
     return m;
   };
@@ -674,7 +674,7 @@ TEST(Optimus, PlannerRaisesTheLlmRecomputeWhenNoEncoderRecomputeFits) {
   const PlannerResult plan = plan_optimus(s, *cost, {});
   EXPECT_TRUE(plan.fits);
   EXPECT_NE(plan.llm_recompute, (compiler::ModuleRecompute{scenario::RECOMPUTE_NONE, 0}));
-  EXPECT_LE(plan.peak_memory_bytes, (asked + raised) / 2);
+  EXPECT_LE(plan.peak_memory.count(), (asked + raised) / 2);
   EXPECT_EQ(plan.llm.info().recompute(), plan.llm_recompute.mode);
   const ir::Program p = emit_optimus(s, plan);
   EXPECT_EQ(p.info().modules(0).recompute(), plan.llm_recompute.mode);
@@ -700,8 +700,8 @@ TEST(Optimus, EstimateBoundsTheEmittedPeak) {
       ir::Program p = emit_optimus(s, plan);
       compiler::apply_memory_overheads(p);
       const cost::Feasibility f = cost::program_feasibility(p);
-      EXPECT_LE(f.worst.peak, plan.peak_memory_bytes) << "coarse " << coarse << " recompute " << r;
-      EXPECT_GT(f.worst.peak, plan.peak_memory_bytes * 9 / 10) << "coarse " << coarse << " recompute " << r;
+      EXPECT_LE(f.worst.peak, plan.peak_memory) << "coarse " << coarse << " recompute " << r;
+      EXPECT_GT(f.worst.peak, Bytes(plan.peak_memory.count() * 9 / 10)) << "coarse " << coarse << " recompute " << r;
     }
   }
 }

@@ -177,7 +177,7 @@ StageTimeline read_stage(const ir::RankClass& cls, const ComputeRecorder::Slot& 
     if (!is_kernel(ops[i])) continue;
     ++t.kernels;
     memory += ops[i].compute().memory_delta_bytes();
-    t.peak_activation_bytes = std::max(t.peak_activation_bytes, memory);
+    t.peak_activation = std::max(t.peak_activation, Bytes(memory));
   }
 
   // Runs of consecutive waits between the first kernel and the POST position.

@@ -66,7 +66,7 @@ struct StageTimeline {
   bool step_sync = false;
   int64_t end_ns = 0;          // last op end of this rank, any stream
   std::vector<Bubble> bubbles;  // steady-phase bubbles (PP / TP / DP / other), in time order
-  int64_t peak_activation_bytes = 0;  // running sum of the compute ops' memory deltas, maximum
+  Bytes peak_activation;  // running sum of the compute ops' memory deltas, maximum
   int64_t kernels = 0;          // compute kernels of the stage (for reports)
 
   // PRE + POST + steady bubbles.

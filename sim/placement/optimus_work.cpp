@@ -337,7 +337,7 @@ EncoderWork build_encoder_work(const scenario::Scenario& spec, const Geometry& g
         const auto out = bwd.append(m.layer_backward, module, l);
         bwd.add_memory(out.last_recompute, m.recompute_activation_bytes);
         bwd.add_memory(out.last_kernel, -(m.layer_activation_bytes + m.recompute_activation_bytes));
-        st.recompute_transient_bytes = std::max(st.recompute_transient_bytes, m.recompute_activation_bytes);
+        st.recompute_transient = std::max(st.recompute_transient, Bytes(m.recompute_activation_bytes));
         units[{b, 1, l}].backward_op = out.last_kernel;
       }
       if (first) units[{b, 0, 0}].backward_op = bwd.append(m.pre_backward, module, -1).last_kernel;
@@ -345,7 +345,7 @@ EncoderWork build_encoder_work(const scenario::Scenario& spec, const Geometry& g
     st.forward = fwd.finish();
     st.backward = bwd.finish();
     for (const PassOp& op : st.forward.ops)
-      if (op.kind == PassOp::kKernel) st.activation_bytes += op.op.compute().memory_delta_bytes();
+      if (op.kind == PassOp::kKernel) st.activation += Bytes(op.op.compute().memory_delta_bytes());
     for (const PassOp& op : st.backward.ops)
       if (op.kind == PassOp::kKernel && op.op.phase() == ir::RECOMPUTE) st.recompute_ns += op.duration_ns;
     if (!st.trains()) continue;

@@ -86,8 +86,8 @@ struct StageWork {
   // backward (its memory deltas' sum), the most the backward re-materialises
   // at once (full recompute: one layer's activations), and the time of the
   // backward's RECOMPUTE kernels.
-  int64_t activation_bytes = 0;
-  int64_t recompute_transient_bytes = 0;
+  Bytes activation;
+  Bytes recompute_transient;
   int64_t recompute_ns = 0;
   bool trains() const { return trainable_parameters > 0; }
   bool data_parallel() const { return !buckets.empty(); }

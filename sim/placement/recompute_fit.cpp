@@ -22,8 +22,8 @@ using Rungs = std::vector<int32_t>;  // per module, an index into its ladder (0:
 // What the search remembers of a compiled combination.
 struct Known {
   bool fits = false;
-  std::vector<int64_t> peak;    // per class
-  std::vector<int64_t> margin;  // per class: by how much another combination's peak can be lower (-1: unknown)
+  std::vector<Bytes> peak;                  // per class
+  std::vector<std::optional<Bytes>> margin;  // per class: by how much another combination's peak can be lower
 };
 
 class Search {
@@ -65,7 +65,7 @@ class Search {
   const cost::CostModel& cost_;
   const size_t n_;
   RecomputeFit out_;
-  int64_t capacity_ = 0;
+  Bytes capacity_;
   double fragmentation_ = 0;
   std::vector<std::vector<ModuleRecompute>> ladder_;  // per module, rungs from the requested one up
   std::vector<std::vector<int64_t>> cost_of_;          // per module and rung
@@ -80,10 +80,14 @@ const Known& Search::remember(const Rungs& rungs, const ir::Program& p) {
   const auto transient = recompute_transient_bytes(p);
   for (int32_t c = 0; c < p.classes_size(); ++c) {
     k.peak.push_back(cost::class_memory(p, c).peak);
-    const int64_t t = transient[static_cast<size_t>(c)];
+    const int64_t t = transient[static_cast<size_t>(c)];  // -1: no bound
     // The activation peak of a combination keeping more is at least this
     // one's minus t; the allocator's reserve shrinks with it (+1: rounding).
-    k.margin.push_back(t < 0 || !request_.fixed_order ? -1 : t + cost::allocator_reserve_bytes(t, frag) + 1);
+    if (t < 0 || !request_.fixed_order) {
+      k.margin.push_back(std::nullopt);
+    } else {
+      k.margin.push_back(Bytes(t) + cost::allocator_reserve_bytes(Bytes(t), frag) + Bytes(1));
+    }
   }
   return known_[rungs] = std::move(k);
 }
@@ -97,11 +101,11 @@ const Known& Search::know(const Rungs& rungs, ir::Program* keep) {
 }
 
 bool Search::proven_over(const Rungs& a) const {
-  if (!request_.fixed_order || capacity_ <= 0) return false;
+  if (!request_.fixed_order || capacity_ <= Bytes::zero()) return false;
   for (const auto& [b, k] : known_) {
     if (!dominates(b, a)) continue;
     for (size_t c = 0; c < k.peak.size(); ++c)
-      if (k.margin[c] >= 0 && k.peak[c] - k.margin[c] > capacity_) return true;
+      if (k.margin[c] && k.peak[c] - *k.margin[c] > capacity_) return true;
   }
   return false;
 }
@@ -352,9 +356,9 @@ std::string infeasibility_reason(const ir::Program& program) {
   return fmt::format(
       "{} of {} ranks exceed HBM: rank {} peaks at {} > {} (model state {}, CUDA context and NCCL buffers {}, "
       "activations {}{} + allocator reserve {}) with {}",
-      f.over_capacity_ranks, f.num_ranks, f.worst_rank, gb(f.worst.peak), gb(f.capacity),
-      gb(f.worst.baseline - cls.memory().other_bytes()), gb(cls.memory().other_bytes()), gb(f.worst.activation_peak),
-      parts.empty() ? "" : " (" + parts + ")", gb(f.worst.reserve), recompute);
+      f.over_capacity_ranks, f.num_ranks, f.worst_rank, gb(f.worst.peak.count()), gb(f.capacity.count()),
+      gb((f.worst.baseline - Bytes(cls.memory().other_bytes())).count()), gb(cls.memory().other_bytes()), gb(f.worst.activation_peak.count()),
+      parts.empty() ? "" : " (" + parts + ")", gb(f.worst.reserve.count()), recompute);
 }
 
 }  // namespace lacuna::placement

@@ -95,7 +95,7 @@ std::vector<Combination> brute_force(const RecomputeRequest& request, const Comp
     for (size_t m = 0; m < n; ++m) c.choice.push_back(ladder[m][static_cast<size_t>(rungs[m])]);
     const ir::Program p = compile(c.choice);
     for (size_t m = 0; m < n; ++m) c.cost += recompute_time_ns(p, static_cast<int32_t>(m), cost);
-    c.peak = cost::program_feasibility(p).worst.peak;
+    c.peak = cost::program_feasibility(p).worst.peak.count();
     out.push_back(std::move(c));
     size_t m = 0;
     for (; m < n; ++m) {
@@ -140,7 +140,7 @@ void expect_search_matches_brute_force(scenario::LoadedScenario sc, scenario::Pl
       const RecomputeFit fit = fit_recompute(r, compile, *cost);
       EXPECT_TRUE(fit.fits);
       EXPECT_EQ(fit.chosen, expected->choice) << "proofs " << proofs;
-      EXPECT_LE(cost::program_feasibility(fit.program).worst.peak, capacity);
+      EXPECT_LE(cost::program_feasibility(fit.program).worst.peak.count(), capacity);
       EXPECT_LE(fit.programs_compiled, static_cast<int32_t>(all.size()) + 2);
       (proofs ? compiled_with_proofs : compiled_without) += fit.programs_compiled;
     }
@@ -160,7 +160,7 @@ void expect_search_matches_brute_force(scenario::LoadedScenario sc, scenario::Pl
   set_capacity(sc, lowest - 1);
   const RecomputeFit none = fit_recompute(request, compile, *cost);
   EXPECT_FALSE(none.fits);
-  EXPECT_EQ(cost::program_feasibility(none.program).worst.peak, lowest);
+  EXPECT_EQ(cost::program_feasibility(none.program).worst.peak.count(), lowest);
   EXPECT_EQ(none.programs_compiled, 2);
 }
 
@@ -244,8 +244,8 @@ TEST(RecomputeFit, CompileRecordsTheChosenRecompute) {
   std::vector<ModuleRecompute> top = {{kFull, 0}, {kFull, 0}};
   const ir::Program lowest = compile_with_recompute(sc, scenario::MEGATRON_BASELINE, *cost)(top);
   const ir::Program as_asked = compile_with_recompute(sc, scenario::MEGATRON_BASELINE, *cost)(request.requested);
-  const int64_t low = cost::program_feasibility(lowest).worst.peak;
-  const int64_t high = cost::program_feasibility(as_asked).worst.peak;
+  const int64_t low = cost::program_feasibility(lowest).worst.peak.count();
+  const int64_t high = cost::program_feasibility(as_asked).worst.peak.count();
   ASSERT_LT(low, high);
   set_capacity(sc, (low + high) / 2);
   const ir::Program p = compile_as(sc, scenario::MEGATRON_BASELINE, *cost);

@@ -58,7 +58,7 @@ void BubbleAccounting::on_run_begin(const engine::RunInfo& info) {
   accounts_.reserve(info.simulated_ranks.size());
   live_.reserve(info.simulated_ranks.size());
 
-  capacity_ = Bytes(cost::hbm_capacity_bytes(p.cluster()));
+  capacity_ = cost::hbm_capacity_bytes(p.cluster());
   fragmentation_ = cost::allocator_fragmentation(p.cluster());
 
   for (size_t i = 0; i < info.simulated_ranks.size(); ++i) {
@@ -77,7 +77,7 @@ void BubbleAccounting::on_run_begin(const engine::RunInfo& info) {
     RankAccount acc;
     acc.rank = rank;
     acc.represents = i < info.represents.size() ? info.represents[i] : std::vector<int32_t>{rank};
-    acc.baseline_memory = Bytes(cost::baseline_bytes(cls.memory()));
+    acc.baseline_memory = cost::baseline_bytes(cls.memory());
     acc.peak_memory = acc.baseline_memory;
     accounts_.push_back(std::move(acc));
     live_.push_back(live);
@@ -114,7 +114,7 @@ void BubbleAccounting::on_op_end(const engine::OpSpan& span) {
     if (live.activations > acc.activation_peak.count()) {
       acc.activation_peak = Bytes(live.activations);
       acc.peak_memory =
-          Bytes(cost::memory_peak_bytes(acc.baseline_memory.count(), live.activations, fragmentation_));
+          cost::memory_peak_bytes(acc.baseline_memory, Bytes(live.activations), fragmentation_);
     }
   }
   if (op.has_compute() && op.module() > 0 &&
