@@ -378,11 +378,11 @@ TEST(MegatronMllm, MemoryDeltasBalanceAndCountEncoderActivations) {
       for (int e = 0; e < static_cast<int>(var.encoders.size()); ++e) {
         const auto shape = model::encoder_layer_shape(ls.spec, e, var.s.micro_batch, shard_of(var.s));
         const auto projector = model::projector_shape(ls.spec, e, var.s.micro_batch, shard_of(var.s));
-        int64_t per_mb = model::projector_activation_bytes(projector);
+        int64_t per_mb = model::projector_activation_bytes(projector).count();
         if (!var.encoders[static_cast<size_t>(e)].frozen) {
-          int64_t layer = cost::layer_activation_bytes(activation_inputs(shape, var.s.recompute));
+          int64_t layer = cost::layer_activation_bytes(activation_inputs(shape, var.s.recompute)).count();
           if (var.s.recompute == scenario::RECOMPUTE_FULL)
-            layer += cost::layer_activation_bytes(activation_inputs(shape, scenario::RECOMPUTE_NONE));
+            layer += cost::layer_activation_bytes(activation_inputs(shape, scenario::RECOMPUTE_NONE)).count();
           per_mb += var.encoders[static_cast<size_t>(e)].layers * layer + shape.sp_tokens() * shape.hidden * 2;
         }
         expected += per_mb;

@@ -138,7 +138,7 @@ ModuleWork encoder_work(const scenario::Scenario& spec, int e, int64_t samples, 
       w.layer_backward_plain = model::layer_backward(w.shape, scenario::RECOMPUTE_NONE);
       w.layer_activation_bytes_plain = w.recompute_activation_bytes;
     }
-    w.post_activation_bytes += w.shape.sp_tokens() * w.shape.hidden * model::kBf16;
+    w.post_activation_bytes += Bytes(w.shape.sp_tokens() * w.shape.hidden * model::kBf16);
   }
   // Between pipeline stages hidden states travel sequence-sharded under SP.
   w.layer_p2p_bytes = w.shape.hidden_bytes() / (w.shape.sequence_parallel ? w.shape.tp : 1);

@@ -145,7 +145,7 @@ void StageBuilder::forward(int32_t i, const schedule::Action& a) {
     for (int64_t l = seg.first; l < seg.first + seg.count; ++l) {
       wait_gathers(l);
       if (l == seg.first && seg.pre) e_.emit(w.pre_forward, Filter::kAll, ctx);
-      const int64_t kept = recomputes_layer(w, seg, l) ? w.layer_activation_bytes : w.layer_activation_bytes_plain;
+      const Bytes kept = recomputes_layer(w, seg, l) ? w.layer_activation_bytes : w.layer_activation_bytes_plain;
       OpContext layer_ctx = ctx;
       layer_ctx.layer = static_cast<int32_t>(l);
       e_.add_memory(e_.emit(w.layer_forward, Filter::kAll, layer_ctx).last, kept);
@@ -211,8 +211,8 @@ void StageBuilder::backward(int32_t i, const schedule::Action& a) {
         layer_ctx.layer = static_cast<int32_t>(l);
         const auto out = e_.emit(full ? w.layer_backward : w.layer_backward_plain, filter, layer_ctx);
         if (full) e_.add_memory(out.last_recompute, w.recompute_activation_bytes);
-        const int64_t held =
-            full ? w.layer_activation_bytes + w.recompute_activation_bytes : w.layer_activation_bytes_plain;
+        const Bytes held =
+            full ? Bytes(w.layer_activation_bytes + w.recompute_activation_bytes) : w.layer_activation_bytes_plain;
         if (finishes) e_.add_memory(out.last, -held);
         if (l == seg.first && seg.pre) e_.emit(w.pre_backward, filter, ctx);
       }

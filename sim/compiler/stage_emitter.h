@@ -73,10 +73,10 @@ class Emitter {
     flush(ctx);
   }
 
-  void add_memory(int32_t compute_index, int64_t delta) {
-    if (compute_index < 0 || delta == 0) return;
+  void add_memory(int32_t compute_index, Bytes delta) {
+    if (compute_index < 0 || delta == Bytes::zero()) return;
     auto* c = b_.op(StreamId::kCompute, compute_index)->mutable_compute();
-    c->set_memory_delta_bytes(c->memory_delta_bytes() + delta);
+    c->set_memory_delta_bytes(c->memory_delta_bytes() + delta.count());
   }
 
  private:

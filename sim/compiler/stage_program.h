@@ -32,7 +32,7 @@ struct ModuleWork {
   // layer_activation_bytes_plain.
   int64_t recompute_num_layers = 0;
   std::vector<model::Step> layer_backward_plain;
-  int64_t layer_activation_bytes_plain = 0;
+  Bytes layer_activation_bytes_plain;
   std::vector<model::Step> pre_forward, pre_backward;      // before layer 0 (patch embedding)
   std::vector<model::Step> post_forward, post_backward;    // after the last layer (final norm + projector)
   // Parameters held on this rank; post_frozen_parameters of post's are not
@@ -40,7 +40,7 @@ struct ModuleWork {
   int64_t layer_parameters = 0, pre_parameters = 0, post_parameters = 0, post_frozen_parameters = 0;
   // Activation bytes kept per microbatch from forward to backward, as
   // StageInputs' LLM fields; post's from its forward to its backward.
-  int64_t layer_activation_bytes = 0, recompute_activation_bytes = 0, post_activation_bytes = 0;
+  Bytes layer_activation_bytes, recompute_activation_bytes, post_activation_bytes;
   // The p2p message when a virtual stage ends after one of its layers (its
   // hidden state), and its output once `post` ran (the vision embeddings,
   // carried through later stages until the LLM merges them).
@@ -75,8 +75,8 @@ struct StageInputs {
   // Bytes a layer keeps per microbatch under `recompute`, and, for full
   // recompute, what the recomputation re-materialises (the no-recompute
   // amount); 0 otherwise.
-  int64_t layer_activation_bytes = 0;
-  int64_t recompute_activation_bytes = 0;
+  Bytes layer_activation_bytes;
+  Bytes recompute_activation_bytes;
   // Multimodal (Megatron placements): the encoders sharing the pipeline, and
   // per virtual stage (pipeline order) its segments in forward order. Empty
   // `segments`: LLM-only, one segment per stage from `stages` (embedding on

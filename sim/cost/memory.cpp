@@ -17,7 +17,7 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 }  // namespace
 
-int64_t layer_activation_bytes(const LayerActivationInputs& in) {
+Bytes layer_activation_bytes(const LayerActivationInputs& in) {
   require(in.seq_length > 0 && in.micro_batch > 0 && in.hidden > 0 && in.num_heads > 0 && in.ffn_hidden > 0,
           "sequence, microbatch, hidden, heads and FFN size must be positive");
   require(in.tp >= 1 && in.cp >= 1, "tp and cp must be at least 1");
@@ -38,7 +38,7 @@ int64_t layer_activation_bytes(const LayerActivationInputs& in) {
   const int64_t sp_divisor = in.sequence_parallel ? t : 1;
 
   if (in.recompute == scenario::RECOMPUTE_FULL) {
-    return ceil_div(2 * tokens * h, sp_divisor);  // the layer input only
+    return Bytes(ceil_div(2 * tokens * h, sp_divisor));  // the layer input only
   }
 
   // Bytes per token outside the TP region (replicated across TP ranks unless SP
@@ -59,7 +59,7 @@ int64_t layer_activation_bytes(const LayerActivationInputs& in) {
   const int64_t scores = keep_scores ? 5 * in.num_heads * s * in.seq_length * in.micro_batch : 0;
 
   const int64_t over_t = tokens * replicated_per_token * (t / sp_divisor) + tokens * split_per_token + scores;
-  return ceil_div(over_t, t);
+  return Bytes(ceil_div(over_t, t));
 }
 
 ModelStateBytes model_state_bytes(int64_t parameters, int64_t dp, bool distributed_optimizer, int64_t grad_bytes) {

@@ -28,7 +28,7 @@ struct LayerActivationInputs {
 
 // Bytes one transformer layer keeps on one rank for one microbatch between its
 // forward and its backward (16-bit activations).
-int64_t layer_activation_bytes(const LayerActivationInputs& in);
+Bytes layer_activation_bytes(const LayerActivationInputs& in);
 
 struct ModelStateBytes {
   Bytes weights;    // 16-bit weights

@@ -45,30 +45,30 @@ TEST_P(SarClosedForms, AllRowsOfTable2) {
   LayerActivationInputs in = gelu_mha(m, b, t);
 
   if (t == 1) {  // no parallelism: sbh(34 + 5as/h)
-    EXPECT_EQ(layer_activation_bytes(in), ceil_rational(sbh * (34 * h + 5 * a * s), h));
+    EXPECT_EQ(layer_activation_bytes(in).count(), ceil_rational(sbh * (34 * h + 5 * a * s), h));
   }
   // TP: sbh(10 + 24/t + 5as/(ht))
-  EXPECT_EQ(layer_activation_bytes(in), ceil_rational(sbh * (10 * h * t + 24 * h + 5 * a * s), h * t));
+  EXPECT_EQ(layer_activation_bytes(in).count(), ceil_rational(sbh * (10 * h * t + 24 * h + 5 * a * s), h * t));
   // TP + SP: sbh/t · (34 + 5as/h)
   in.sequence_parallel = true;
-  EXPECT_EQ(layer_activation_bytes(in), ceil_rational(sbh * (34 * h + 5 * a * s), h * t));
+  EXPECT_EQ(layer_activation_bytes(in).count(), ceil_rational(sbh * (34 * h + 5 * a * s), h * t));
   // TP + SP + selective: 34 sbh / t
   in.recompute = scenario::RECOMPUTE_SELECTIVE;
-  EXPECT_EQ(layer_activation_bytes(in), ceil_rational(sbh * 34, t));
+  EXPECT_EQ(layer_activation_bytes(in).count(), ceil_rational(sbh * 34, t));
   // TP + selective: sbh(10 + 24/t)
   in.sequence_parallel = false;
-  EXPECT_EQ(layer_activation_bytes(in), ceil_rational(sbh * (10 * t + 24), t));
+  EXPECT_EQ(layer_activation_bytes(in).count(), ceil_rational(sbh * (10 * t + 24), t));
   // Full recompute: the layer input 2sbh (÷t when SP shards it)
   in.recompute = scenario::RECOMPUTE_FULL;
-  EXPECT_EQ(layer_activation_bytes(in), static_cast<int64_t>(2 * sbh));
+  EXPECT_EQ(layer_activation_bytes(in).count(), static_cast<int64_t>(2 * sbh));
   in.sequence_parallel = true;
-  EXPECT_EQ(layer_activation_bytes(in), ceil_rational(2 * sbh, t));
+  EXPECT_EQ(layer_activation_bytes(in).count(), ceil_rational(2 * sbh, t));
   // FlashAttention drops the 5as/h term like selective recompute.
   in.recompute = scenario::RECOMPUTE_NONE;
   in.flash_attention = true;
-  EXPECT_EQ(layer_activation_bytes(in), ceil_rational(sbh * 34, t));
+  EXPECT_EQ(layer_activation_bytes(in).count(), ceil_rational(sbh * 34, t));
   in.sequence_parallel = false;
-  EXPECT_EQ(layer_activation_bytes(in), ceil_rational(sbh * (10 * t + 24), t));
+  EXPECT_EQ(layer_activation_bytes(in).count(), ceil_rational(sbh * (10 * t + 24), t));
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, SarClosedForms,
@@ -80,7 +80,7 @@ TEST(ActivationMemory, Gpt3LayerWithSpAndSelective) {
   LayerActivationInputs in = gelu_mha(kSarModels[1], 1, 8);
   in.sequence_parallel = true;
   in.recompute = scenario::RECOMPUTE_SELECTIVE;
-  EXPECT_EQ(layer_activation_bytes(in), 106'954'752);
+  EXPECT_EQ(layer_activation_bytes(in).count(), 106'954'752);
 }
 
 // Llama-3 70B-like layer, flash attention, TP 8 with SP.
@@ -103,7 +103,7 @@ TEST(ActivationMemory, SwigluStoresBothFc1Outputs) {
   LayerActivationInputs gelu = swiglu;
   gelu.activation = scenario::GELU;
   const int64_t s = swiglu.seq_length, b = 1, f = swiglu.ffn_hidden, t = 8;
-  EXPECT_EQ(layer_activation_bytes(swiglu) - layer_activation_bytes(gelu), 2 * s * b * f / t);
+  EXPECT_EQ(layer_activation_bytes(swiglu).count() - layer_activation_bytes(gelu).count(), 2 * s * b * f / t);
 }
 
 TEST(ActivationMemory, GqaShrinksKeysAndValues) {
@@ -111,11 +111,11 @@ TEST(ActivationMemory, GqaShrinksKeysAndValues) {
   LayerActivationInputs mha = gqa;
   mha.num_kv_heads = mha.num_heads;
   const int64_t s = gqa.seq_length, d = gqa.hidden / gqa.num_heads, t = 8;
-  EXPECT_EQ(layer_activation_bytes(mha) - layer_activation_bytes(gqa), 2 * 2 * s * (64 - 8) * d / t);
+  EXPECT_EQ(layer_activation_bytes(mha).count() - layer_activation_bytes(gqa).count(), 2 * 2 * s * (64 - 8) * d / t);
   // num_kv_heads 0 means plain MHA.
   LayerActivationInputs unset = mha;
   unset.num_kv_heads = 0;
-  EXPECT_EQ(layer_activation_bytes(unset), layer_activation_bytes(mha));
+  EXPECT_EQ(layer_activation_bytes(unset).count(), layer_activation_bytes(mha).count());
 }
 
 TEST(ActivationMemory, FfnSizeScalesTheMlpTensors) {
@@ -124,7 +124,7 @@ TEST(ActivationMemory, FfnSizeScalesTheMlpTensors) {
   wide.ffn_hidden = 6 * base.hidden;
   const int64_t s = 2048, h = 12288, t = 8;
   // GELU input and FC2 input: 2 + 2 bytes per FFN element.
-  EXPECT_EQ(layer_activation_bytes(wide) - layer_activation_bytes(base), 4 * s * (6 * h - 4 * h) / t);
+  EXPECT_EQ(layer_activation_bytes(wide).count() - layer_activation_bytes(base).count(), 4 * s * (6 * h - 4 * h) / t);
 }
 
 TEST(ActivationMemory, ParallelAttentionMlpSharesTheNormOutput) {
@@ -133,22 +133,22 @@ TEST(ActivationMemory, ParallelAttentionMlpSharesTheNormOutput) {
   parallel.parallel_attention_mlp = true;
   const int64_t sbh = 2048 * 12288;
   // One norm input (2sbh) and one norm output shared by QKV and FC1 (2sbh).
-  EXPECT_EQ(layer_activation_bytes(serial) - layer_activation_bytes(parallel), 4 * sbh);
+  EXPECT_EQ(layer_activation_bytes(serial).count() - layer_activation_bytes(parallel).count(), 4 * sbh);
   serial.sequence_parallel = parallel.sequence_parallel = true;
-  EXPECT_EQ(layer_activation_bytes(serial) - layer_activation_bytes(parallel), 4 * sbh / 8);
+  EXPECT_EQ(layer_activation_bytes(serial).count() - layer_activation_bytes(parallel).count(), 4 * sbh / 8);
 }
 
 TEST(ActivationMemory, ContextParallelismSplitsTheSequence) {
   LayerActivationInputs one = llama_like();
   LayerActivationInputs two = one;
   two.cp = 2;
-  EXPECT_EQ(layer_activation_bytes(two) * 2, layer_activation_bytes(one));
+  EXPECT_EQ(layer_activation_bytes(two).count() * 2, layer_activation_bytes(one).count());
   // Without flash attention a rank keeps its queries' scores against all keys.
   LayerActivationInputs no_flash = gelu_mha(kSarModels[1], 1, 8);
   no_flash.sequence_parallel = true;
   no_flash.cp = 2;
   const i128 s = 2048, h = 12288, a = 96, t = 8, sl = s / 2;
-  EXPECT_EQ(layer_activation_bytes(no_flash), ceil_rational(34 * sl * h + 5 * a * sl * s, t));
+  EXPECT_EQ(layer_activation_bytes(no_flash).count(), ceil_rational(34 * sl * h + 5 * a * sl * s, t));
 }
 
 TEST(ActivationMemory, MoreTensorParallelismNeverNeedsMore) {
@@ -157,8 +157,8 @@ TEST(ActivationMemory, MoreTensorParallelismNeverNeedsMore) {
     LayerActivationInputs in = llama_like();
     in.sequence_parallel = false;
     in.tp = t;
-    EXPECT_LT(layer_activation_bytes(in), previous);
-    previous = layer_activation_bytes(in);
+    EXPECT_LT(layer_activation_bytes(in).count(), previous);
+    previous = layer_activation_bytes(in).count();
   }
 }
 

@@ -510,8 +510,8 @@ std::vector<Step> head_backward(const LayerShape& s) {
   return st;
 }
 
-int64_t head_activation_bytes(const LayerShape& s) {
-  return s.sp_tokens() * s.hidden * kBf16 + s.tokens() * s.hidden * kBf16 + s.tokens() * s.vocab_per_rank() * kFp32;
+Bytes head_activation_bytes(const LayerShape& s) {
+  return Bytes(s.sp_tokens() * s.hidden * kBf16 + s.tokens() * s.hidden * kBf16 + s.tokens() * s.vocab_per_rank() * kFp32);
 }
 
 }  // namespace lacuna::model

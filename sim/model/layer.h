@@ -7,6 +7,7 @@
 #include <variant>
 #include <vector>
 
+#include "sim/core/units.h"
 #include "sim/model/kernels.h"
 #include "sim/model/layer_shape.h"
 
@@ -67,6 +68,6 @@ std::vector<Kernel> norm_kernels(const LayerShape& s, ir::KernelRole role, ir::P
 // Activations the head keeps per microbatch between forward and backward:
 // final-norm input, logits-GEMM input and the fp32 softmax of the vocab-parallel
 // cross entropy.
-int64_t head_activation_bytes(const LayerShape& s);
+Bytes head_activation_bytes(const LayerShape& s);
 
 }  // namespace lacuna::model

@@ -242,13 +242,13 @@ int64_t projector_parameters(const ProjectorShape& p) {
   return projector_parameters_of(p.in_width, p.hidden, p.num_layers, p.tp);
 }
 
-int64_t projector_activation_bytes(const ProjectorShape& p) {
+Bytes projector_activation_bytes(const ProjectorShape& p) {
   // FC1's input for its weight gradient (under SP the sequence shard, as
   // Megatron keeps it and re-gathers in backward); for two layers also the
   // GELU input and the FC2 input (the GELU output), h/tp wide each.
   const int64_t fc1_input = (p.sequence_parallel ? p.tokens / p.tp : p.tokens) * p.in_width * kBf16;
-  if (p.num_layers == 1) return fc1_input;
-  return fc1_input + 2 * p.tokens * (p.hidden / p.tp) * kBf16;
+  if (p.num_layers == 1) return Bytes(fc1_input);
+  return Bytes(fc1_input + 2 * p.tokens * (p.hidden / p.tp) * kBf16);
 }
 
 int64_t encoder_layer_parameters(const scenario::Scenario& spec, int e, const ShardSpec& shard) {

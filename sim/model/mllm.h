@@ -69,7 +69,7 @@ ProjectorShape projector_shape(const scenario::Scenario& spec, int e, int64_t sa
 std::vector<Step> projector_forward(const ProjectorShape& p);
 std::vector<Step> projector_backward(const ProjectorShape& p);
 int64_t projector_parameters(const ProjectorShape& p);        // on one rank
-int64_t projector_activation_bytes(const ProjectorShape& p);  // kept per microbatch
+Bytes projector_activation_bytes(const ProjectorShape& p);  // kept per microbatch
 // The encoder's final norm after its last layer (on the last encoder stage),
 // over the rank's SP share of the tokens; its parameters (replicated).
 std::vector<Step> encoder_final_norm_forward(const LayerShape& encoder);

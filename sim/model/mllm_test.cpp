@@ -397,11 +397,11 @@ TEST(MllmProjector, BackwardIsInAutogradOrder) {
 TEST(MllmProjector, ActivationBytesKeptPerMicrobatch) {
   const int64_t t = 1024, in = 4 * 1408, H = 5120;
   // FC1 input, GELU input and FC2 input (h/tp wide each).
-  EXPECT_EQ(projector_activation_bytes(projector(1, false)), t * in * 2 + 2 * t * H * 2);
-  EXPECT_EQ(projector_activation_bytes(projector(4, false)), t * in * 2 + 2 * t * (H / 4) * 2);
+  EXPECT_EQ(projector_activation_bytes(projector(1, false)).count(), t * in * 2 + 2 * t * H * 2);
+  EXPECT_EQ(projector_activation_bytes(projector(4, false)).count(), t * in * 2 + 2 * t * (H / 4) * 2);
   // SP keeps FC1's input sequence-sharded.
-  EXPECT_EQ(projector_activation_bytes(projector(4, true)), t / 4 * in * 2 + 2 * t * (H / 4) * 2);
-  EXPECT_EQ(projector_activation_bytes(projector(4, false, 1)), t * in * 2);
+  EXPECT_EQ(projector_activation_bytes(projector(4, true)).count(), t / 4 * in * 2 + 2 * t * (H / 4) * 2);
+  EXPECT_EQ(projector_activation_bytes(projector(4, false, 1)).count(), t * in * 2);
 }
 
 TEST(MllmFinalNorm, MemoryBoundOverTheSequenceShare) {

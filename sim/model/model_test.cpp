@@ -520,7 +520,7 @@ TEST(Head, LogitsAndLossPerRank) {
   EXPECT_DOUBLE_EQ(gemm, 2.0 * 2 * 2048 * 12288 * (51200 / 8));
   EXPECT_DOUBLE_EQ(head_model_flops_forward(s), gemm);
   EXPECT_EQ(ce, 1);
-  EXPECT_EQ(head_activation_bytes(s), 2 * 2048 / 8 * 12288 * 2 + 2 * 2048 * 12288 * 2 + 2 * 2048 * 6400 * 4);
+  EXPECT_EQ(head_activation_bytes(s).count(), 2 * 2048 / 8 * 12288 * 2 + 2 * 2048 * 12288 * 2 + 2 * 2048 * 6400 * 4);
 }
 
 }  // namespace

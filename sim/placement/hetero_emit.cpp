@@ -136,10 +136,10 @@ void StepEmitter::flush(const OpCtx& ctx) {
   pending_.clear();
 }
 
-void StepEmitter::add_memory(int32_t index, int64_t delta) {
-  if (index < 0 || delta == 0) return;
+void StepEmitter::add_memory(int32_t index, Bytes delta) {
+  if (index < 0 || delta == Bytes::zero()) return;
   auto* c = (*ed_.compute_block())[static_cast<size_t>(index)].mutable_compute();
-  c->set_memory_delta_bytes(c->memory_delta_bytes() + delta);
+  c->set_memory_delta_bytes(c->memory_delta_bytes() + delta.count());
 }
 
 void StepEmitter::comm(const model::CommPoint& c, OpCtx ctx) {
@@ -195,9 +195,9 @@ StageWork stage_work(const scenario::Scenario& spec, const EncoderPlan& enc, int
     if (!enc.frozen) {
       for (auto& s : model::encoder_final_norm_backward(w.shape)) w.post_bwd.push_back(std::move(s));
       // The final norm keeps its input (this rank's SP share of the tokens).
-      w.post_activation_bytes += w.shape.sp_tokens() * w.shape.hidden * model::kBf16;
+      w.post_activation_bytes += Bytes(w.shape.sp_tokens() * w.shape.hidden * model::kBf16);
     }
-    if (keep_output) w.output_bytes = enc.boundary_bytes(samples, llm_hidden);
+    if (keep_output) w.output_bytes = Bytes(enc.boundary_bytes(samples, llm_hidden));
   }
   // Between encoder stages: one hidden state, sequence-sharded over TP with SP.
   w.p2p_bytes = w.shape.hidden_bytes() / (w.shape.sequence_parallel ? w.shape.tp : 1);

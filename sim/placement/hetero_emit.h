@@ -88,7 +88,7 @@ class StepEmitter {
   };
   Emitted emit(const std::vector<model::Step>& steps, const OpCtx& ctx);
   void flush(const OpCtx& ctx);
-  void add_memory(int32_t index, int64_t delta);
+  void add_memory(int32_t index, Bytes delta);
   void kernel(const model::Kernel& k, OpCtx ctx);
 
  private:
@@ -116,19 +116,19 @@ struct StageWork {
   scenario::Recompute recompute = scenario::RECOMPUTE_NONE;
   // Patch embedding (first stage); final norm + projector (last stage).
   std::vector<model::Step> layer_fwd, layer_bwd, patch_fwd, patch_bwd, post_fwd, post_bwd;
-  int64_t layer_activation_bytes = 0;      // kept per layer and microbatch (0 when frozen: no autograd)
-  int64_t recompute_activation_bytes = 0;  // full recompute re-materialises this
+  Bytes layer_activation_bytes;            // kept per layer and microbatch (0 when frozen: no autograd)
+  Bytes recompute_activation_bytes;        // full recompute re-materialises this
   // Block recompute (EncoderPlan.recompute_num_layers = N > 0): only the
   // stage's first N layers run layer_bwd; the others run layer_bwd_plain and
   // keep layer_activation_bytes_plain (as without recompute).
   int64_t recompute_num_layers = 0;
   std::vector<model::Step> layer_bwd_plain;
-  int64_t layer_activation_bytes_plain = 0;
+  Bytes layer_activation_bytes_plain;
   bool recomputes(int64_t layer) const {
     return recompute_num_layers <= 0 || layer - first_layer < recompute_num_layers;
   }
-  int64_t post_activation_bytes = 0;       // final norm input (trained only) + the projector's
-  int64_t output_bytes = 0;                // the boundary tensor, when the rank keeps it until backward
+  Bytes post_activation_bytes;             // final norm input (trained only) + the projector's
+  Bytes output_bytes;                      // the boundary tensor, when the rank keeps it until backward
   int64_t p2p_bytes = 0;                   // activation between encoder stages
 };
 

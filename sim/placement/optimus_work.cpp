@@ -64,10 +64,10 @@ class PassBuilder {
     return out;
   }
 
-  void add_memory(int32_t index, int64_t delta) {
-    if (index < 0 || delta == 0) return;
+  void add_memory(int32_t index, Bytes delta) {
+    if (index < 0 || delta == Bytes::zero()) return;
     auto* c = pass_.ops[static_cast<size_t>(index)].op.mutable_compute();
-    c->set_memory_delta_bytes(c->memory_delta_bytes() + delta);
+    c->set_memory_delta_bytes(c->memory_delta_bytes() + delta.count());
   }
 
   int32_t size() const { return static_cast<int32_t>(pass_.ops.size()); }
@@ -337,7 +337,7 @@ EncoderWork build_encoder_work(const scenario::Scenario& spec, const Geometry& g
         const auto out = bwd.append(m.layer_backward, module, l);
         bwd.add_memory(out.last_recompute, m.recompute_activation_bytes);
         bwd.add_memory(out.last_kernel, -(m.layer_activation_bytes + m.recompute_activation_bytes));
-        st.recompute_transient = std::max(st.recompute_transient, Bytes(m.recompute_activation_bytes));
+        st.recompute_transient = std::max(st.recompute_transient, m.recompute_activation_bytes);
         units[{b, 1, l}].backward_op = out.last_kernel;
       }
       if (first) units[{b, 0, 0}].backward_op = bwd.append(m.pre_backward, module, -1).last_kernel;
