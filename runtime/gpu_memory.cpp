@@ -7,19 +7,13 @@
 
 #include "kernels/gpu_case.h"
 #include "sim/core/error.h"
+#include "sim/core/saturating.h"
 
 namespace lacuna::runtime {
 
 namespace {
 
 constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
-
-std::int64_t add(std::int64_t a, std::int64_t b) { return a > kMax - b ? kMax : a + b; }
-
-std::int64_t mul(std::int64_t a, std::int64_t b) {
-  if (a == 0 || b == 0) return 0;
-  return a > kMax / b ? kMax : a * b;
-}
 
 std::int64_t saturating(std::size_t n) {
   return n > static_cast<std::size_t>(kMax) ? kMax : static_cast<std::int64_t>(n);
@@ -57,7 +51,7 @@ NcclBufferElements nccl_buffer_elements(const StreamPlan& sp) {
 }
 
 Bytes GpuMemoryEstimate::total() const {
-  return Bytes(add(add(kernel.count(), transfer.count()), contexts.count()));
+  return Bytes(saturating_add(saturating_add(kernel.count(), transfer.count()), contexts.count()));
 }
 
 GpuMemoryEstimate estimate_gpu_memory(const Plan& plan, int rank) {
@@ -67,18 +61,19 @@ GpuMemoryEstimate estimate_gpu_memory(const Plan& plan, int rank) {
     ++streams;
     for (const ir::Compute& c : sp.computes) {
       try {
-        kernel = add(kernel, kernels::gpu_case_set_bytes(c));
+        kernel = saturating_add(kernel, kernels::gpu_case_set_bytes(c));
       } catch (const Error&) {
         // Reported by the stream's setup, with the op named.
       }
     }
     const NcclBufferElements e = nccl_buffer_elements(sp);
-    transfer = add(transfer, mul(add(saturating(e.a), saturating(e.b)), 2));  // bf16
+    const std::int64_t elements = saturating_add(saturating(e.a), saturating(e.b));
+    transfer = saturating_add(transfer, saturating_mul(elements, 2));  // bf16
   }
   GpuMemoryEstimate g;
   g.kernel = Bytes(kernel);
   g.transfer = Bytes(transfer);
-  g.contexts = Bytes(mul(streams, kCudaStreamReserve.count()));
+  g.contexts = Bytes(saturating_mul(streams, kCudaStreamReserve.count()));
   return g;
 }
 

@@ -26,19 +26,9 @@ using engine::testing::add_group;
 using engine::testing::add_rank;
 using ::testing::HasSubstr;
 
-// Two ranks, streams "compute" (a 1024×512×256 GEMM) and "dp" (a collective
-// of `bytes` on the two ranks).
+// Two ranks: a 1024×512×256 GEMM each and a collective of `bytes`.
 ir::Program two_ranks(ir::CollectiveKind kind, int64_t bytes) {
-  ir::Program p;
-  ir::RankClass* c = add_class(p, "r", 0, {"compute", "dp"});
-  testing::add_gemm(c->mutable_streams(0), 1024, 512, 256);
-  add_collective(c->mutable_streams(1), kind, 0, bytes);
-  p.add_group_slots()->set_name("dp");
-  p.mutable_group_slots(0)->set_kind(ir::DP);
-  const int32_t g = add_group(p, ir::DP, {0, 1});
-  add_rank(p, 0, {g});
-  add_rank(p, 0, {g});
-  return p;
+  return testing::two_ranks_gemm_and_collective(1024, 512, 256, kind, bytes);
 }
 
 TEST(GpuMemory, TheEstimateAddsCaseSetsNcclBuffersAndStreamReserves) {

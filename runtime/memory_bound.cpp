@@ -1,29 +1,17 @@
 #include "runtime/memory_bound.h"
 
-#include <limits>
-
 #include <fmt/format.h>
 
 #include "kernels/cpu_case.h"
 #include "runtime/executor.h"
 #include "sim/core/error.h"
+#include "sim/core/saturating.h"
 
 namespace lacuna::runtime {
 
-namespace {
-
-constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
-
-std::int64_t add(std::int64_t a, std::int64_t b) { return a > kMax - b ? kMax : a + b; }
-
-std::int64_t mul(std::int64_t a, std::int64_t b) {
-  if (a == 0 || b == 0) return 0;
-  return a > kMax / b ? kMax : a * b;
+Bytes MemoryEstimate::total() const {
+  return Bytes(saturating_add(saturating_add(kernel.count(), transfer.count()), spans.count()));
 }
-
-}  // namespace
-
-Bytes MemoryEstimate::total() const { return Bytes(add(add(kernel.count(), transfer.count()), spans.count())); }
 
 MemoryEstimate estimate_cpu_memory(const Plan& plan, std::int64_t kept_iterations) {
   std::int64_t kernel_bytes = 0, transfer_bytes = 0;
@@ -33,7 +21,7 @@ MemoryEstimate estimate_cpu_memory(const Plan& plan, std::int64_t kept_iteration
   for (const StreamPlan& sp : plan.streams) {
     for (const ir::Compute& c : sp.computes) {
       try {
-        kernel_bytes = add(kernel_bytes, kernels::cpu_case_resident_bytes(c, case_options));
+        kernel_bytes = saturating_add(kernel_bytes, kernels::cpu_case_resident_bytes(c, case_options));
       } catch (const Error&) {
         // A kernel the CPU cannot run: the stream's setup reports it, naming
         // the rank, stream and op, with what every other stream was doing.
@@ -42,7 +30,7 @@ MemoryEstimate estimate_cpu_memory(const Plan& plan, std::int64_t kept_iteration
     // Buffers a and b, plus the communicator's per-call scratch of at most
     // twice buffer a (reduce-scatter's 2 × output): 3a + b floats.
     const auto floats = static_cast<std::int64_t>(sp.buffer_a) * 3 + static_cast<std::int64_t>(sp.buffer_b);
-    transfer_bytes = add(transfer_bytes, mul(floats, static_cast<std::int64_t>(sizeof(float))));
+    transfer_bytes = saturating_add(transfer_bytes, saturating_mul(floats, static_cast<std::int64_t>(sizeof(float))));
   }
   MemoryEstimate e;
   e.kernel = Bytes(kernel_bytes);
@@ -53,9 +41,10 @@ MemoryEstimate estimate_cpu_memory(const Plan& plan, std::int64_t kept_iteration
 
 Bytes estimate_span_memory(const Plan& plan, std::int64_t kept_iterations) {
   std::int64_t ops = 0;
-  for (const StreamPlan& sp : plan.streams) ops = add(ops, static_cast<std::int64_t>(sp.ops.size()));
+  for (const StreamPlan& sp : plan.streams) ops = saturating_add(ops, static_cast<std::int64_t>(sp.ops.size()));
   // Each stream's spans, then the merged, sorted result beside them.
-  return Bytes(mul(mul(ops, kept_iterations), 2 * static_cast<std::int64_t>(sizeof(ExecutedSpan))));
+  const auto span_bytes = static_cast<std::int64_t>(sizeof(ExecutedSpan));
+  return Bytes(saturating_mul(saturating_mul(ops, kept_iterations), 2 * span_bytes));
 }
 
 void check_memory(const MemoryEstimate& estimate, Bytes max, const std::string& option) {

@@ -25,16 +25,7 @@ using ::testing::HasSubstr;
 
 // Two ranks: a 1024×1024×1024 GEMM each and an all-reduce of `bytes`.
 ir::Program two_ranks(int64_t bytes) {
-  ir::Program p;
-  ir::RankClass* c = add_class(p, "r", 0, {"compute", "dp"});
-  testing::add_gemm(c->mutable_streams(0), 1024, 1024, 1024);
-  add_collective(c->mutable_streams(1), ir::ALL_REDUCE, 0, bytes);
-  p.add_group_slots()->set_name("dp");
-  p.mutable_group_slots(0)->set_kind(ir::DP);
-  const int32_t g = add_group(p, ir::DP, {0, 1});
-  add_rank(p, 0, {g});
-  add_rank(p, 0, {g});
-  return p;
+  return testing::two_ranks_gemm_and_collective(1024, 1024, 1024, ir::ALL_REDUCE, bytes);
 }
 
 TEST(MemoryBound, TheEstimateAddsKernelTransferAndSpanBytes) {

@@ -9,6 +9,7 @@
 
 #include "runtime/executor.h"
 #include "sim/core/error.h"
+#include "sim/engine/engine_test_support.h"
 #include "sim/proto/program.pb.h"
 
 namespace lacuna::runtime::testing {
@@ -23,6 +24,22 @@ inline ir::Op& add_gemm(ir::Stream* s, int64_t m, int64_t n, int64_t k) {
   c->add_shape(n);
   c->add_shape(k);
   return *op;
+}
+
+// Two ranks of one class, streams "compute" (a forward GEMM [m, n, k]) and
+// "dp" (one collective of `bytes` on a DP group of both ranks).
+inline ir::Program two_ranks_gemm_and_collective(int64_t m, int64_t n, int64_t k, ir::CollectiveKind kind,
+                                                 int64_t bytes) {
+  ir::Program p;
+  ir::RankClass* c = engine::testing::add_class(p, "r", 0, {"compute", "dp"});
+  add_gemm(c->mutable_streams(0), m, n, k);
+  engine::testing::add_collective(c->mutable_streams(1), kind, 0, bytes);
+  p.add_group_slots()->set_name("dp");
+  p.mutable_group_slots(0)->set_kind(ir::DP);
+  const int32_t g = engine::testing::add_group(p, ir::DP, {0, 1});
+  engine::testing::add_rank(p, 0, {g});
+  engine::testing::add_rank(p, 0, {g});
+  return p;
 }
 
 // The span of (rank, stream, op) in `iteration` (-1: any); null if absent.
