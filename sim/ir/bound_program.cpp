@@ -16,6 +16,24 @@ int32_t BoundProgram::group(int32_t rank, int32_t slot) const {
   return slot >= 0 && slot < b.group_size() ? b.group(slot) : -1;
 }
 
+FlatBindings::FlatBindings(const Program& program) {
+  int group_slots = 0, peer_slots = 0;
+  for (const RankBinding& b : program.ranks()) {
+    group_slots = std::max(group_slots, b.group_size());
+    peer_slots = std::max(peer_slots, b.peer_size());
+  }
+  group_slots_ = static_cast<size_t>(group_slots);
+  peer_slots_ = static_cast<size_t>(peer_slots);
+  const auto ranks = static_cast<size_t>(program.ranks_size());
+  groups_.assign(ranks * group_slots_, -1);
+  peers_.assign(ranks * peer_slots_, -1);
+  for (size_t r = 0; r < ranks; ++r) {
+    const RankBinding& b = program.ranks(static_cast<int>(r));
+    std::copy(b.group().begin(), b.group().end(), groups_.begin() + static_cast<std::ptrdiff_t>(r * group_slots_));
+    std::copy(b.peer().begin(), b.peer().end(), peers_.begin() + static_cast<std::ptrdiff_t>(r * peer_slots_));
+  }
+}
+
 int32_t BoundProgram::peer(int32_t rank, int32_t slot) const {
   const RankBinding& b = program_->ranks(rank);
   return slot >= 0 && slot < b.peer_size() ? b.peer(slot) : -1;

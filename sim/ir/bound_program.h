@@ -75,6 +75,29 @@ class BoundProgram {
   const Program* program_;
 };
 
+// Every rank's group and peer bindings copied into two flat arrays, for the
+// consumers that resolve a slot once per op over a whole run (the
+// communication accounting: 9 M collective ends in a full GPT-3 3,072-GPU
+// run). BoundProgram reads the RankBinding messages, which lie scattered on
+// the heap; at that rate each read was a cache miss (9 % of the run, `perf`).
+// Built in O(ranks × slots); answers exactly as BoundProgram.
+class FlatBindings {
+ public:
+  explicit FlatBindings(const Program& program);
+  int32_t group(int32_t rank, int32_t slot) const {
+    return slot >= 0 && slot < group_slots_ ? groups_[static_cast<size_t>(rank) * group_slots_ + slot] : -1;
+  }
+  int32_t peer(int32_t rank, int32_t slot) const {
+    return slot >= 0 && slot < peer_slots_ ? peers_[static_cast<size_t>(rank) * peer_slots_ + slot] : -1;
+  }
+
+ private:
+  size_t group_slots_ = 0;  // the widest binding's
+  size_t peer_slots_ = 0;
+  std::vector<int32_t> groups_;  // rank-major, -1 where a rank binds fewer slots
+  std::vector<int32_t> peers_;
+};
+
 // Pairs sends with recvs by the IR's rule: per P2pKey, the k-th send added
 // with the k-th recv added. Add each side in its issue order. `T` is whatever
 // a consumer keeps per transfer end (a pointer to its op, a duration).

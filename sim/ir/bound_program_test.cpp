@@ -54,6 +54,28 @@ TEST(BoundProgram, ResolvesSlotsToTheBindingsGroupsAndPeers) {
   EXPECT_EQ(bound.member_index(tp0, pipeline_rank(spec, 0, 1, 0)), -1);
 }
 
+TEST(FlatBindings, AnswersExactlyAsTheBoundView) {
+  std::mt19937 rng(7);
+  for (int trial = 0; trial < 20; ++trial) {
+    PipelineSpec spec;
+    spec.tp = 1 + static_cast<int>(rng() % 3);
+    spec.pp = 1 + static_cast<int>(rng() % 4);
+    spec.dp = 1 + static_cast<int>(rng() % 3);
+    Program p = make_pipeline_program(spec);
+    // Ragged bindings: some ranks bind fewer slots than others.
+    for (int32_t r = 0; r < p.ranks_size(); ++r) {
+      if (rng() % 3 == 0 && p.ranks(r).group_size() > 0) p.mutable_ranks(r)->mutable_group()->RemoveLast();
+      if (rng() % 3 == 0 && p.ranks(r).peer_size() > 0) p.mutable_ranks(r)->mutable_peer()->RemoveLast();
+    }
+    const BoundProgram bound(p);
+    const FlatBindings flat(p);
+    for (int32_t r = 0; r < p.ranks_size(); ++r) {
+      for (int32_t s = -1; s <= p.group_slots_size() + 1; ++s) EXPECT_EQ(flat.group(r, s), bound.group(r, s)) << r << " " << s;
+      for (int32_t s = -1; s <= p.peer_slots_size() + 1; ++s) EXPECT_EQ(flat.peer(r, s), bound.peer(r, s)) << r << " " << s;
+    }
+  }
+}
+
 TEST(BoundProgram, SendAndRecvOfOneTransferShareTheirKey) {
   PipelineSpec spec;
   spec.tp = 1;

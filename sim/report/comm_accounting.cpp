@@ -78,6 +78,47 @@ void CommAccounting::on_run_begin(const engine::RunInfo& info) {
   }
   seen_.assign(info.simulated_ranks.size(), {});
   rows_ = {};
+  bindings_.reset();
+  class_of_rank_.clear();
+  class_facts_.clear();
+  group_size_.clear();
+  group_ordinal_.clear();
+  slot_ordinal_.clear();
+  if (program_ == nullptr) return;
+  const ir::Program& p = *program_;
+  bindings_.emplace(p);
+  class_facts_.assign(static_cast<size_t>(p.classes_size()), ClassFacts{});
+  class_of_rank_.reserve(static_cast<size_t>(p.ranks_size()));
+  for (const ir::RankBinding& b : p.ranks()) class_of_rank_.push_back(b.class_id());
+  // Every class: a transfer's send side may be reported for a rank that is
+  // not simulated (a folded run's peers).
+  for (int32_t c = 0; c < p.classes_size(); ++c) build_facts(c);
+  for (const ir::Group& g : p.groups()) {
+    group_size_.push_back(g.ranks_size());
+    group_ordinal_.push_back(static_cast<int8_t>(group_ordinal(g.kind())));
+  }
+  for (const auto& s : p.group_slots()) slot_ordinal_.push_back(static_cast<int8_t>(group_ordinal(s.kind())));
+}
+
+void CommAccounting::build_facts(int32_t class_id) {
+  ClassFacts& c = class_facts_[static_cast<size_t>(class_id)];
+  for (const ir::Stream& stream : program_->classes(class_id).streams()) {
+    c.stream_begin.push_back(static_cast<uint32_t>(c.ops.size()));
+    for (const ir::Op& op : stream.ops()) {
+      CommFacts f;
+      if (op.has_collective()) {
+        f.collective = true;
+        f.slot = op.collective().group_slot();
+        f.kind = op.collective().kind();
+        f.op = static_cast<int8_t>(op_ordinal(f.kind));
+        f.bytes = op.collective().bytes();
+      } else if (op.has_send()) {
+        f.bytes = op.send().bytes();
+      }
+      f.stream_dimension = static_cast<int8_t>(dimension_ordinal(comm_kind(*program_, stream, op)));
+      c.ops.push_back(f);
+    }
+  }
 }
 
 void CommAccounting::add(int32_t rank, int group, int op, int32_t group_size, int64_t bytes, TimeNs start, TimeNs end,
@@ -111,33 +152,28 @@ void CommAccounting::add(int32_t rank, int group, int op, int32_t group_size, in
 }
 
 void CommAccounting::on_op_end(const engine::OpSpan& span) {
-  if (!span.ir->has_collective()) return;
-  const ir::Collective& c = span.ir->collective();
-  const ir::BoundProgram bound(*program_);
-  const int32_t slot = c.group_slot();
-  const int32_t group_index = bound.group(span.rank, slot);
-  const ir::Group* group = group_index >= 0 && group_index < program_->groups_size() ? &program_->groups(group_index)
-                                                                                     : nullptr;
-  const int32_t size = group != nullptr ? group->ranks_size() : 1;
+  const CommFacts& c = facts(span.rank, span.stream, span.op);
+  if (!c.collective) return;
+  const int32_t group_index = bindings_->group(span.rank, c.slot);
+  const bool bound = group_index >= 0 && group_index < static_cast<int32_t>(group_size_.size());
+  const int32_t size = bound ? group_size_[static_cast<size_t>(group_index)] : 1;
   // The bound group's kind (coinciding slots share the narrowest one, so dp_cp
   // with cp = 1 reads "dp"), else the slot's, else the stream's dimension.
-  int g = group != nullptr ? group_ordinal(group->kind()) : -1;
-  if (g < 0 && slot >= 0 && slot < program_->group_slots_size()) g = group_ordinal(program_->group_slots(slot).kind());
-  if (g < 0) {
-    const ir::Stream& stream = bound.rank_class(span.rank).streams(span.stream);
-    g = dimension_ordinal(comm_kind(*program_, stream, *span.ir));
+  int g = bound ? group_ordinal_[static_cast<size_t>(group_index)] : -1;
+  if (g < 0 && c.slot >= 0 && c.slot < static_cast<int32_t>(slot_ordinal_.size())) {
+    g = slot_ordinal_[static_cast<size_t>(c.slot)];
   }
-  add(span.rank, g, op_ordinal(c.kind()), size, c.bytes(), span.start, span.end, bus_factor(c.kind(), size));
+  if (g < 0) g = c.stream_dimension;
+  add(span.rank, g, c.op, size, c.bytes, span.start, span.end, bus_factor(c.kind, size));
 }
 
 void CommAccounting::on_transfer(const engine::OpSpan& send, const engine::OpSpan& recv) {
-  const ir::Stream& stream = ir::BoundProgram(*program_).rank_class(send.rank).streams(send.stream);
-  const int g = dimension_ordinal(comm_kind(*program_, stream, *send.ir));
+  const CommFacts& f = facts(send.rank, send.stream, send.op);
   // Both sides share the transfer's start and end; take the wider span in case
   // a caller reports them apart.
   const TimeNs start = std::max(send.start, recv.start);
   const TimeNs end = std::max(send.end, recv.end);
-  add(send.rank, g, kSendRecv, 2, send.ir->send().bytes(), start, end, 1.0);
+  add(send.rank, f.stream_dimension, kSendRecv, 2, f.bytes, start, end, 1.0);
 }
 
 CommSummary CommAccounting::summary() const {

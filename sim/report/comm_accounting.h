@@ -22,11 +22,13 @@
 #include <array>
 #include <bitset>
 #include <cstdint>
+#include <optional>
 #include <string_view>
 #include <vector>
 
 #include "sim/core/units.h"
 #include "sim/engine/observer.h"
+#include "sim/ir/bound_program.h"
 #include "sim/proto/program.pb.h"
 
 namespace lacuna::report {
@@ -93,7 +95,33 @@ class CommAccounting : public engine::Observer {
   void add(int32_t rank, int group, int op, int32_t group_size, int64_t bytes, TimeNs start, TimeNs end,
            double factor);
 
+  // A communication op's fields, read once per class: at one read of the op
+  // message per op end, the scattered messages missed the cache each time.
+  struct CommFacts {
+    bool collective = false;
+    int32_t slot = -1;            // collective: its group slot
+    int8_t op = 0;                // collective: op_ordinal(kind)
+    int8_t stream_dimension = 0;  // dimension_ordinal(comm_kind(...)): when neither group nor slot has a kind
+    ir::CollectiveKind kind = ir::COLLECTIVE_UNSPECIFIED;
+    int64_t bytes = 0;            // collective or send
+  };
+  struct ClassFacts {
+    std::vector<uint32_t> stream_begin;
+    std::vector<CommFacts> ops;
+  };
+  void build_facts(int32_t class_id);
+  const CommFacts& facts(int32_t rank, int32_t stream, int32_t op) const {
+    const ClassFacts& c = class_facts_[static_cast<size_t>(class_of_rank_[static_cast<size_t>(rank)])];
+    return c.ops[c.stream_begin[static_cast<size_t>(stream)] + static_cast<uint32_t>(op)];
+  }
+
   const ir::Program* program_ = nullptr;
+  std::optional<ir::FlatBindings> bindings_;
+  std::vector<int32_t> class_of_rank_;
+  std::vector<ClassFacts> class_facts_;
+  std::vector<int32_t> group_size_;     // per group: its members
+  std::vector<int8_t> group_ordinal_;  // per group: group_ordinal(kind), -1 without one
+  std::vector<int8_t> slot_ordinal_;   // per group slot: group_ordinal(kind), -1 without one
   bool folded_ = false;
   int32_t iterations_ = 1;
   std::vector<int32_t> index_of_rank_;  // global rank → simulated index, -1 if not simulated
