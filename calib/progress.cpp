@@ -7,14 +7,11 @@
 
 #include <fmt/format.h>
 
+#include "sim/core/clock_text.h"
+
 namespace lacuna::calibrate {
 
-std::string format_duration(double seconds) {
-  if (!std::isfinite(seconds) || seconds < 0) return "?";
-  const auto s = static_cast<int64_t>(std::llround(seconds));
-  if (s >= 3600) return fmt::format("{}:{:02}:{:02}", s / 3600, (s / 60) % 60, s % 60);
-  return fmt::format("{}:{:02}", s / 60, s % 60);
-}
+std::string format_duration(double seconds) { return clock_text(seconds); }
 
 Progress::Progress(int64_t total_points, double total_weight, std::FILE* out, bool tty)
     : total_(std::max<int64_t>(total_points, 0)),

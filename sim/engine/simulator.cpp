@@ -194,10 +194,18 @@ SimulationResult Simulator::Impl::run() {
   }
   for (uint32_t s = 0; s < streams.size(); ++s) worklist.push_back(s);
   drain_worklist();
+  uint64_t ops_total = 0;
+  if (options.progress != nullptr) {
+    for (const StreamState& st : streams) ops_total += st.end - st.begin;
+    ops_total *= static_cast<uint64_t>(std::max(1, options.iterations));
+  }
   ScheduledEvent<EngineEvent> ev;
   while (queue.pop(ev)) {
     now = ev.time;
     ++events;
+    if (options.progress != nullptr && events % kProgressEveryEvents == 0) {
+      options.progress->on_progress(events, ops_done, ops_total, now);
+    }
     switch (ev.payload.kind) {
       case EngineEvent::kOpDone:
         finish_op(ev.payload.index, now, nullptr);

@@ -23,6 +23,19 @@
 
 namespace lacuna::engine {
 
+// How far a run is, for a progress display (docs/performance.md#progress).
+// Called from the event loop every kProgressEveryEvents events and at no
+// other time, on the loop's thread; must not throw. `ops_total`: the ops of
+// every simulated stream over all iterations, so ops_done / ops_total is the
+// fraction done.
+class ProgressSink {
+ public:
+  virtual ~ProgressSink() = default;
+  virtual void on_progress(uint64_t events, uint64_t ops_done, uint64_t ops_total, TimeNs now) = 0;
+};
+// 2^16: about 10 calls per second at 7 M events/s, one test per event.
+inline constexpr uint64_t kProgressEveryEvents = uint64_t{1} << 16;
+
 struct SimulationOptions {
   // Simulate one representative per class of identical ranks (same RankClass,
   // same compute_time_scale, symmetric groups). A rank given its own class or
@@ -56,6 +69,9 @@ struct SimulationOptions {
   // largest rank_compute_factor of the ranks it stands for (the slowest
   // member sets its class's pace); per-op hooks need every rank simulated.
   const Perturbation* perturbation = nullptr;
+  // Told how far the run is (ProgressSink). Not owned; must outlive run().
+  // Null: no progress, at no cost to the event loop beyond one test.
+  ProgressSink* progress = nullptr;
 };
 
 struct SimulationResult {

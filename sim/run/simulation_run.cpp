@@ -36,7 +36,9 @@ SimulationRun::SimulationRun(const ir::Program& program, const cost::CostModel& 
 void SimulationRun::add_observer(engine::Observer* observer) { observers_.push_back(observer); }
 
 report::Summary SimulationRun::run() {
-  engine::Simulator sim(program_, cost_, network_.apply(base_));
+  engine::SimulationOptions observed_options = base_;
+  observed_options.progress = settings_.progress;
+  engine::Simulator sim(program_, cost_, network_.apply(observed_options));
   sim.add_observer(&accounting_);
   sim.add_observer(&comm_);
   for (engine::Observer* o : observers_) sim.add_observer(o);

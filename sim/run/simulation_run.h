@@ -29,6 +29,9 @@ struct RunSettings {
   NetworkMode network = NetworkMode::kFlow;
   SamplingPlan sampling;     // its seed is ignored: see seed_override
   int64_t seed_override = -1;  // --seed; -1: the program's variability seed
+  // Told how far the observed run (sample 0) is; not the other samples,
+  // which run on other threads. Not owned; null: none.
+  engine::ProgressSink* progress = nullptr;
 };
 
 class SimulationRun {

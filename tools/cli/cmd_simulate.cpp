@@ -13,6 +13,7 @@
 #include "sim/report/summary.h"
 #include "sim/report/terminal_report.h"
 #include "sim/run/program_input.h"
+#include "sim/run/run_progress.h"
 #include "sim/run/simulation_run.h"
 #include "tools/cli/calibration_option.h"
 #include "tools/cli/commands.h"
@@ -71,19 +72,25 @@ int run_simulate(const SimulateOptions& o) {
   RunOutputs outputs(program, o.outputs, stem, "", trace::PREDICTION, true, heatmap, inputs);
   CriticalPathOutputs critical(program, o.critical_path);
 
+  // A progress line on a terminal, for runs past two seconds (never in a log
+  // or a pipe: stdout's table stays clean either way).
+  std::optional<run::TerminalProgress> progress;
+  if (run::TerminalProgress::is_terminal(stderr)) progress.emplace(stderr);
   // Variability, network, accounting and samples: sim/run/simulation_run.h.
   run::SimulationRun simulation(program, cost,
                                 {.fold = o.fold,
                                  .compute_slots = o.compute_slots,
                                  .network = o.network,
                                  .sampling = o.sampling,
-                                 .seed_override = o.edits.seed});
+                                 .seed_override = o.edits.seed,
+                                 .progress = progress ? &*progress : nullptr});
   for (engine::Observer* observer : critical.observers()) simulation.add_observer(observer);  // before the trace
   critical.attach_trace(outputs.trace());
   for (engine::Observer* observer : outputs.observers()) simulation.add_observer(observer);
   if (outputs.trace() != nullptr) simulation.add_link_observer(outputs.trace()->link_observer());
 
   report::Summary summary = simulation.run();
+  if (progress) progress->finish();
   summary.calibration = std::move(coverage);
   critical.finish(summary, report::select_ranks(outputs.spec(), program), cost,
                   [&](const cost::CostModel& scaled) { return simulation.resimulate(scaled); });
