@@ -109,5 +109,21 @@ TEST(TerminalReport, ShowsTheHeadlineRows) {
   EXPECT_EQ(t.find("\n      recompute"), std::string::npos) << "phases without work are left out\n" << t;
 }
 
+TEST(TerminalReport, FoldTipOnlyForLongRunsThatFoldToFewerRanks) {
+  const std::string tip = fold_tip(9.1, 3072, 8, false);
+  EXPECT_EQ(tip, "--fold simulates 8 of 3072 ranks; with no variability identical ranks stay identical: the same result");
+  EXPECT_NE(fold_tip(9.1, 3072, 8, true).find("flow network sees only the simulated ranks' traffic"), std::string::npos);
+  EXPECT_EQ(fold_tip(1.9, 3072, 8, false), "");  // short runs: no tip
+  EXPECT_EQ(fold_tip(9.1, 64, 64, false), "");   // folding would simulate every rank
+  EXPECT_EQ(fold_tip(9.1, 0, 0, false), "");
+  RunStats run;
+  run.wall_seconds = 9.1;
+  run.tip = tip;
+  const std::string t = format_summary(run_fixture(), run);
+  EXPECT_NE(t.find("\n  tip "), std::string::npos) << t;
+  RunStats none;
+  EXPECT_EQ(format_summary(run_fixture(), none).find("  tip "), std::string::npos);
+}
+
 }  // namespace
 }  // namespace lacuna::report

@@ -244,7 +244,17 @@ std::string format_summary(const Summary& s, const RunStats& run) {
   const double eps = run.wall_seconds > 0 ? static_cast<double>(run.events) / run.wall_seconds : 0.0;
   row(out, run.label, fmt::format("{:.3f} s wall, {} {} ({})", run.wall_seconds, run.events, run.unit,
                                   format_si(eps, run.unit + "/s")));
+  if (!run.tip.empty()) row(out, "tip", run.tip);
   return out;
+}
+
+std::string fold_tip(double wall_seconds, int32_t all_ranks, int32_t folded_ranks, bool flow_network) {
+  if (!(wall_seconds > kFoldTipSeconds) || all_ranks <= 0 || folded_ranks <= 0 || folded_ranks >= all_ranks) return "";
+  return fmt::format("--fold simulates {} of {} ranks; with no variability identical ranks stay identical{}",
+                     folded_ranks, all_ranks,
+                     flow_network ? ", and the flow network sees only the simulated ranks' traffic "
+                                    "(docs/network.md#folded-runs)"
+                                  : ": the same result");
 }
 
 }  // namespace lacuna::report

@@ -18,7 +18,20 @@ struct RunStats {
   std::string unit = "events";
   // Replaces the "mode" row's text when set (execute: which ranks ran).
   std::string mode;
+  // A "tip" row after the last one when set (simulate: fold_tip).
+  std::string tip;
 };
+
+// When a full-rank run took over `kFoldTipSeconds` and could have folded (no
+// variability, no samples, no compute slots, and folding simulates fewer
+// ranks): "--fold simulates 8 of 3072 ranks ...". No time or event count is
+// promised: neither scales with the ranks simulated (GPT-3 175B, 3,072 GPUs:
+// ranks / 384, events / 285, wall time / 38; docs/performance.md#progress).
+// "" otherwise.
+inline constexpr double kFoldTipSeconds = 2.0;
+// `flow_network`: the run used the flow network, under which a folded run
+// leaves out the unsimulated ranks' own traffic (docs/network.md#folded-runs).
+std::string fold_tip(double wall_seconds, int32_t all_ranks, int32_t folded_ranks, bool flow_network);
 
 std::string format_summary(const Summary& summary, const RunStats& run);
 

@@ -13,6 +13,7 @@
 #include "sim/report/summary.h"
 #include "sim/report/terminal_report.h"
 #include "sim/run/program_input.h"
+#include "sim/engine/fold.h"
 #include "sim/run/run_progress.h"
 #include "sim/run/simulation_run.h"
 #include "tools/cli/calibration_option.h"
@@ -107,6 +108,12 @@ int run_simulate(const SimulateOptions& o) {
   report::RunStats stats;
   stats.wall_seconds = simulation.wall_seconds();
   stats.events = simulation.events();
+  if (!o.fold && !summary.variability && o.sampling.samples == 0 && o.compute_slots == 0 &&
+      stats.wall_seconds > report::kFoldTipSeconds) {
+    stats.tip = report::fold_tip(stats.wall_seconds, program.ranks_size(),
+                                 static_cast<int32_t>(engine::plan_simulated_ranks(program, true).ranks.size()),
+                                 o.network == run::NetworkMode::kFlow);
+  }
   if (!warning.empty()) fmt::print(stderr, "{}", warning);
   fmt::print("{}{}{}", warning.empty() ? "" : warning + "\n", report::format_summary(summary, stats),
              warning.empty() ? "" : "\n" + warning);
