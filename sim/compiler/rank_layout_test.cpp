@@ -99,6 +99,72 @@ TEST(RankLayout, GroupsPartitionTheRanksAndAreListedOnce) {
   }
 }
 
+// Each rank's group per slot is every rank sharing its fixed coordinates
+// (brute force over all ranks), groups listed in order of first appearance,
+// for every rank order and a spread of sizes, with and without the world
+// gradient-norm group: the layout enumerates each group once (issue 17), and
+// must bind exactly what this quadratic reference binds.
+TEST(RankLayout, BindsWhatABruteForceReferenceBinds) {
+  std::vector<std::string> orders;
+  std::array<std::string, 4> axes = {"cp", "dp", "pp", "tp"};
+  do orders.push_back(axes[0] + "-" + axes[1] + "-" + axes[2] + "-" + axes[3]);
+  while (std::next_permutation(axes.begin(), axes.end()));
+  ASSERT_EQ(orders.size(), 24u);
+  const std::vector<ParallelDims> dims = {{2, 1, 3, 2}, {1, 2, 2, 3}, {2, 2, 2, 1}, {3, 1, 1, 4}, {1, 1, 5, 1}};
+  for (const std::string& order : orders) {
+    for (const ParallelDims& d : dims) {
+      for (bool world_grad_norm : {false, true}) {
+        ir::Program p;
+        add_rank_layout(RankLayout(d, order), 4, p, world_grad_norm);
+        const int32_t w = d.world();
+        auto same = [&](int32_t a, int32_t b, std::array<bool, 4> fixed) {  // tp, cp, dp, pp
+          const auto& x = p.ranks(a).coord();
+          const auto& y = p.ranks(b).coord();
+          return (!fixed[0] || x.tp() == y.tp()) && (!fixed[1] || x.cp() == y.cp()) &&
+                 (!fixed[2] || x.dp() == y.dp()) && (!fixed[3] || x.pp() == y.pp());
+        };
+        std::vector<std::vector<int32_t>> groups;  // reference, in order of first appearance
+        auto index_of = [&](const std::vector<int32_t>& members) {
+          for (size_t i = 0; i < groups.size(); ++i)
+            if (groups[i] == members) return static_cast<int32_t>(i);
+          groups.push_back(members);
+          return static_cast<int32_t>(groups.size() - 1);
+        };
+        for (int32_t r = 0; r < w; ++r) {
+          const auto& c = p.ranks(r).coord();
+          for (int32_t slot = 0; slot < kNumGroupSlots; ++slot) {
+            std::vector<int32_t> members;
+            if (slot == kSlotEmbedding) {
+              if (d.pp > 1 && (c.pp() == 0 || c.pp() == d.pp - 1)) {
+                for (int32_t m = 0; m < w; ++m) {
+                  const int32_t pp = p.ranks(m).coord().pp();
+                  if (same(r, m, {true, true, true, false}) && (pp == 0 || pp == d.pp - 1)) members.push_back(m);
+                }
+              }
+            } else if (slot == kSlotGradNorm) {
+              if (w > 1 && (world_grad_norm || d.tp * d.pp > 1)) {
+                for (int32_t m = 0; m < w; ++m)
+                  if (world_grad_norm || same(r, m, {false, true, true, false})) members.push_back(m);
+              }
+            } else {
+              const std::array<bool, 4> fixed = {slot != kSlotTp, slot != kSlotCp && slot != kSlotDpCp,
+                                                 slot != kSlotDp && slot != kSlotDpCp, true};
+              for (int32_t m = 0; m < w; ++m)
+                if (same(r, m, fixed)) members.push_back(m);
+              if (members.size() <= 1) members.clear();
+            }
+            const int32_t want = members.empty() ? -1 : index_of(members);
+            ASSERT_EQ(p.ranks(r).group(slot), want) << order << " rank " << r << " slot " << slot;
+          }
+        }
+        ASSERT_EQ(p.groups_size(), static_cast<int>(groups.size())) << order;
+        for (int g = 0; g < p.groups_size(); ++g)
+          EXPECT_EQ(std::vector<int32_t>(p.groups(g).ranks().begin(), p.groups(g).ranks().end()), groups[g]) << order;
+      }
+    }
+  }
+}
+
 TEST(RankLayout, SingletonGroupsAreNotListed) {
   const ir::Program p = layout({1, 1, 4, 2}, "");
   for (const auto& b : p.ranks()) {
