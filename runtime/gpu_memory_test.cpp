@@ -21,8 +21,6 @@ namespace lacuna::runtime {
 namespace {
 
 using engine::testing::add_class;
-using engine::testing::add_collective;
-using engine::testing::add_group;
 using engine::testing::add_rank;
 using ::testing::HasSubstr;
 

@@ -12,15 +12,10 @@
 
 #include "runtime/executor.h"
 #include "runtime/runtime_test_support.h"
-#include "sim/engine/engine_test_support.h"
 
 namespace lacuna::runtime {
 namespace {
 
-using engine::testing::add_class;
-using engine::testing::add_collective;
-using engine::testing::add_group;
-using engine::testing::add_rank;
 using ::testing::HasSubstr;
 
 // Two ranks: a 1024×1024×1024 GEMM each and an all-reduce of `bytes`.
