@@ -17,20 +17,17 @@ int32_t BoundProgram::group(int32_t rank, int32_t slot) const {
 }
 
 FlatBindings::FlatBindings(const Program& program) {
-  int group_slots = 0, peer_slots = 0;
   for (const RankBinding& b : program.ranks()) {
-    group_slots = std::max(group_slots, b.group_size());
-    peer_slots = std::max(peer_slots, b.peer_size());
+    group_slots_ = std::max(group_slots_, b.group_size());
+    peer_slots_ = std::max(peer_slots_, b.peer_size());
   }
-  group_slots_ = static_cast<size_t>(group_slots);
-  peer_slots_ = static_cast<size_t>(peer_slots);
-  const auto ranks = static_cast<size_t>(program.ranks_size());
-  groups_.assign(ranks * group_slots_, -1);
-  peers_.assign(ranks * peer_slots_, -1);
-  for (size_t r = 0; r < ranks; ++r) {
-    const RankBinding& b = program.ranks(static_cast<int>(r));
-    std::copy(b.group().begin(), b.group().end(), groups_.begin() + static_cast<std::ptrdiff_t>(r * group_slots_));
-    std::copy(b.peer().begin(), b.peer().end(), peers_.begin() + static_cast<std::ptrdiff_t>(r * peer_slots_));
+  const int32_t ranks = program.ranks_size();
+  groups_.assign(index(ranks, 0, group_slots_), -1);
+  peers_.assign(index(ranks, 0, peer_slots_), -1);
+  for (int32_t r = 0; r < ranks; ++r) {
+    const RankBinding& b = program.ranks(r);
+    std::copy(b.group().begin(), b.group().end(), groups_.begin() + static_cast<std::ptrdiff_t>(index(r, 0, group_slots_)));
+    std::copy(b.peer().begin(), b.peer().end(), peers_.begin() + static_cast<std::ptrdiff_t>(index(r, 0, peer_slots_)));
   }
 }
 

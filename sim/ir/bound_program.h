@@ -85,15 +85,18 @@ class FlatBindings {
  public:
   explicit FlatBindings(const Program& program);
   int32_t group(int32_t rank, int32_t slot) const {
-    return slot >= 0 && slot < group_slots_ ? groups_[static_cast<size_t>(rank) * group_slots_ + slot] : -1;
+    return slot >= 0 && slot < group_slots_ ? groups_[index(rank, slot, group_slots_)] : -1;
   }
   int32_t peer(int32_t rank, int32_t slot) const {
-    return slot >= 0 && slot < peer_slots_ ? peers_[static_cast<size_t>(rank) * peer_slots_ + slot] : -1;
+    return slot >= 0 && slot < peer_slots_ ? peers_[index(rank, slot, peer_slots_)] : -1;
   }
 
  private:
-  size_t group_slots_ = 0;  // the widest binding's
-  size_t peer_slots_ = 0;
+  static size_t index(int32_t rank, int32_t slot, int32_t slots) {
+    return static_cast<size_t>(rank) * static_cast<size_t>(slots) + static_cast<size_t>(slot);
+  }
+  int32_t group_slots_ = 0;  // the widest binding's
+  int32_t peer_slots_ = 0;
   std::vector<int32_t> groups_;  // rank-major, -1 where a rank binds fewer slots
   std::vector<int32_t> peers_;
 };
