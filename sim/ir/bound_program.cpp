@@ -17,7 +17,9 @@ int32_t BoundProgram::group(int32_t rank, int32_t slot) const {
 }
 
 FlatBindings::FlatBindings(const Program& program) {
+  class_ids_.reserve(static_cast<size_t>(program.ranks_size()));
   for (const RankBinding& b : program.ranks()) {
+    class_ids_.push_back(b.class_id());
     group_slots_ = std::max(group_slots_, b.group_size());
     peer_slots_ = std::max(peer_slots_, b.peer_size());
   }

@@ -75,7 +75,7 @@ class BoundProgram {
   const Program* program_;
 };
 
-// Every rank's group and peer bindings copied into two flat arrays, for the
+// Every rank's class, group and peer bindings copied into flat arrays, for the
 // consumers that resolve a slot once per op over a whole run (the
 // communication accounting: 9 M collective ends in a full GPT-3 3,072-GPU
 // run). BoundProgram reads the RankBinding messages, which lie scattered on
@@ -84,6 +84,7 @@ class BoundProgram {
 class FlatBindings {
  public:
   explicit FlatBindings(const Program& program);
+  int32_t class_id(int32_t rank) const { return class_ids_[static_cast<size_t>(rank)]; }
   int32_t group(int32_t rank, int32_t slot) const {
     return slot >= 0 && slot < group_slots_ ? groups_[index(rank, slot, group_slots_)] : -1;
   }
@@ -97,6 +98,7 @@ class FlatBindings {
   }
   int32_t group_slots_ = 0;  // the widest binding's
   int32_t peer_slots_ = 0;
+  std::vector<int32_t> class_ids_;  // per rank
   std::vector<int32_t> groups_;  // rank-major, -1 where a rank binds fewer slots
   std::vector<int32_t> peers_;
 };

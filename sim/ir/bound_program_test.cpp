@@ -70,6 +70,7 @@ TEST(FlatBindings, AnswersExactlyAsTheBoundView) {
     const BoundProgram bound(p);
     const FlatBindings flat(p);
     for (int32_t r = 0; r < p.ranks_size(); ++r) {
+      EXPECT_EQ(flat.class_id(r), bound.class_id(r));
       for (int32_t s = -1; s <= p.group_slots_size() + 1; ++s) EXPECT_EQ(flat.group(r, s), bound.group(r, s)) << r << " " << s;
       for (int32_t s = -1; s <= p.peer_slots_size() + 1; ++s) EXPECT_EQ(flat.peer(r, s), bound.peer(r, s)) << r << " " << s;
     }

@@ -79,7 +79,6 @@ void CommAccounting::on_run_begin(const engine::RunInfo& info) {
   seen_.assign(info.simulated_ranks.size(), {});
   rows_ = {};
   bindings_.reset();
-  class_of_rank_.clear();
   class_facts_.clear();
   group_size_.clear();
   group_ordinal_.clear();
@@ -88,8 +87,6 @@ void CommAccounting::on_run_begin(const engine::RunInfo& info) {
   const ir::Program& p = *program_;
   bindings_.emplace(p);
   class_facts_.assign(static_cast<size_t>(p.classes_size()), ClassFacts{});
-  class_of_rank_.reserve(static_cast<size_t>(p.ranks_size()));
-  for (const ir::RankBinding& b : p.ranks()) class_of_rank_.push_back(b.class_id());
   // Every class: a transfer's send side may be reported for a rank that is
   // not simulated (a folded run's peers).
   for (int32_t c = 0; c < p.classes_size(); ++c) build_facts(c);

@@ -111,13 +111,12 @@ class CommAccounting : public engine::Observer {
   };
   void build_facts(int32_t class_id);
   const CommFacts& facts(int32_t rank, int32_t stream, int32_t op) const {
-    const ClassFacts& c = class_facts_[static_cast<size_t>(class_of_rank_[static_cast<size_t>(rank)])];
+    const ClassFacts& c = class_facts_[static_cast<size_t>(bindings_->class_id(rank))];
     return c.ops[c.stream_begin[static_cast<size_t>(stream)] + static_cast<uint32_t>(op)];
   }
 
   const ir::Program* program_ = nullptr;
   std::optional<ir::FlatBindings> bindings_;
-  std::vector<int32_t> class_of_rank_;
   std::vector<ClassFacts> class_facts_;
   std::vector<int32_t> group_size_;     // per group: its members
   std::vector<int8_t> group_ordinal_;  // per group: group_ordinal(kind), -1 without one

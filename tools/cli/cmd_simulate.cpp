@@ -9,11 +9,11 @@
 #include <fmt/format.h>
 
 #include "sim/core/error.h"
+#include "sim/engine/fold.h"
 #include "sim/report/memory_warning.h"
 #include "sim/report/summary.h"
 #include "sim/report/terminal_report.h"
 #include "sim/run/program_input.h"
-#include "sim/engine/fold.h"
 #include "sim/run/run_progress.h"
 #include "sim/run/simulation_run.h"
 #include "tools/cli/calibration_option.h"
@@ -108,6 +108,8 @@ int run_simulate(const SimulateOptions& o) {
   report::RunStats stats;
   stats.wall_seconds = simulation.wall_seconds();
   stats.events = simulation.events();
+  // fold_tip applies the time rule too; checking it here first spares
+  // planning the fold for every short run.
   if (!o.fold && !summary.variability && o.sampling.samples == 0 && o.compute_slots == 0 &&
       stats.wall_seconds > report::kFoldTipSeconds) {
     stats.tip = report::fold_tip(stats.wall_seconds, program.ranks_size(),
