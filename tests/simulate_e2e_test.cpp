@@ -3,6 +3,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -109,6 +110,39 @@ TEST(SimulateE2E, OverCapacityWarnsAndStrictMemoryFails) {
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(r.output.find("WARNING"), std::string::npos) << r.output;
   EXPECT_TRUE(nlohmann::json::parse(read_file(dir / "fits.json"))["feasibility"]["fits"].get<bool>());
+}
+
+// The pre-run estimate (docs/performance.md#estimate): printed with the
+// summary, within the events the run then counts; a run over --max-memory-gb
+// is refused before it starts, by name, with no output file.
+TEST(SimulateE2E, TheEstimateComesFirstAndARunThatCannotFitIsRefused) {
+  TempDir dir("estimate");
+  const std::string quiet = " --no-trace --no-svg --out-dir " + dir.path().string();
+  auto r = run_lacuna("simulate " + kSmall + quiet + " --json " + (dir / "fits.json"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::regex estimate_row(R"(estimate +([0-9.]+) (k |M )?events.*, ([0-9.]+) MB beyond the program)");
+  const std::regex events_row(R"(simulation +[0-9.]+ s wall, ([0-9]+) events)");
+  std::smatch est, run;
+  ASSERT_TRUE(std::regex_search(r.output, est, estimate_row)) << r.output;
+  ASSERT_TRUE(std::regex_search(r.output, run, events_row)) << r.output;
+  const double scale = est[2] == "k " ? 1e3 : est[2] == "M " ? 1e6 : 1.0;
+  const double estimated = std::stod(est[1]) * scale;
+  const double counted = std::stod(run[1]);
+  EXPECT_LE(estimated, counted * 1.0005) << "the events without late hosts are a floor";
+  EXPECT_GT(std::stod(est[3]), 0.0);
+
+  r = run_lacuna("simulate " + kSmall + quiet + " --max-memory-gb 0.001 --json " + (dir / "refused.json"));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--max-memory-gb: the run would need about"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("above the limit of 0.00 GB"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("iteration time"), std::string::npos) << "refused before the run: " << r.output;
+  EXPECT_FALSE(std::filesystem::exists(dir / "refused.json"));
+
+  // 0: no limit.
+  r = run_lacuna("simulate " + kSmall + quiet + " --max-memory-gb 0");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  r = run_lacuna("simulate " + kSmall + quiet + " --max-memory-gb -1");
+  EXPECT_NE(r.exit_code, 0) << r.output;
 }
 
 TEST(SimulateE2E, SameInputsGiveByteIdenticalOutputs) {

@@ -67,14 +67,7 @@ TEST(Fold, RepresentativesFormOnePipeline) {
 TEST(Fold, SymmetricProgramsGiveTheFullEndTime) {
   for (uint64_t seed = 1; seed <= 12; ++seed) {
     std::mt19937_64 rng(seed);
-    PipelineSpec spec;
-    spec.tp = 1 + static_cast<int32_t>(rng() % 4);
-    spec.pp = 1 + static_cast<int32_t>(rng() % 4);
-    spec.dp = 1 + static_cast<int32_t>(rng() % 3);
-    spec.microbatches = 1 + static_cast<int32_t>(rng() % 5);
-    spec.layers_per_stage = 1 + static_cast<int32_t>(rng() % 3);
-    spec.fixed_comm = rng() % 2 == 0;
-    spec.seed = seed;
+    const PipelineSpec spec = testing::random_pipeline_spec(rng, seed, 4, 5);
     const ir::Program p = make_pipeline_program(spec);
     SimulationResult full, folded;
     EXPECT_EQ(run(p, true, &folded).count(), run(p, false, &full).count()) << "seed " << seed;

@@ -37,6 +37,23 @@ inline int32_t pipeline_rank(const PipelineSpec& s, int32_t tp_i, int32_t dp_i, 
   return (pp_i * s.dp + dp_i) * s.tp + tp_i;
 }
 
+// A random Megatron-shaped spec for property tests, drawn from `rng` in this
+// order: tp in [1, max_tp], pp in [1, 4], dp in [1, 3], microbatches in
+// [1, max_microbatches], layers per stage in [1, 3], fixed or modelled
+// communication. `seed` seeds the durations.
+inline PipelineSpec random_pipeline_spec(std::mt19937_64& rng, uint64_t seed, int32_t max_tp = 4,
+                                         int32_t max_microbatches = 4) {
+  PipelineSpec spec;
+  spec.tp = 1 + static_cast<int32_t>(rng() % static_cast<uint64_t>(max_tp));
+  spec.pp = 1 + static_cast<int32_t>(rng() % 4);
+  spec.dp = 1 + static_cast<int32_t>(rng() % 3);
+  spec.microbatches = 1 + static_cast<int32_t>(rng() % static_cast<uint64_t>(max_microbatches));
+  spec.layers_per_stage = 1 + static_cast<int32_t>(rng() % 3);
+  spec.fixed_comm = rng() % 2 == 0;
+  spec.seed = seed;
+  return spec;
+}
+
 inline ir::Program make_pipeline_program(const PipelineSpec& s) {
   ir::Program p;
   p.mutable_info()->set_num_ranks(s.tp * s.pp * s.dp);

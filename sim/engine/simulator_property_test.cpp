@@ -18,14 +18,7 @@ using testing::RecordingObserver;
 
 ir::Program random_program(uint64_t seed) {
   std::mt19937_64 rng(seed);
-  PipelineSpec spec;
-  spec.tp = 1 + static_cast<int32_t>(rng() % 4);
-  spec.pp = 1 + static_cast<int32_t>(rng() % 4);
-  spec.dp = 1 + static_cast<int32_t>(rng() % 3);
-  spec.microbatches = 1 + static_cast<int32_t>(rng() % 4);
-  spec.layers_per_stage = 1 + static_cast<int32_t>(rng() % 3);
-  spec.fixed_comm = rng() % 2 == 0;
-  spec.seed = seed;
+  const PipelineSpec spec = testing::random_pipeline_spec(rng, seed);
   ir::Program p = make_pipeline_program(spec);
   const auto slow = static_cast<int32_t>(rng() % static_cast<uint64_t>(p.ranks_size()));
   p.mutable_ranks(slow)->set_compute_time_scale(1.0 + static_cast<double>(rng() % 50) / 10.0);

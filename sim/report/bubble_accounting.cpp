@@ -47,6 +47,14 @@ TimeNs& slot(RankAccount& acc, Bubble b) { return acc.bubbles[static_cast<int>(b
 
 }  // namespace
 
+Bytes BubbleAccounting::estimate_bytes(int64_t all_ranks, int64_t simulated, int64_t represented) {
+  // index_of_rank_, then per simulated rank its account and live state
+  // (and the summary's copy of the account), and the ranks it represents.
+  return Bytes(all_ranks * static_cast<int64_t>(sizeof(int32_t)) +
+               simulated * static_cast<int64_t>(2 * sizeof(RankAccount) + sizeof(Live)) +
+               represented * static_cast<int64_t>(2 * sizeof(int32_t)));
+}
+
 void BubbleAccounting::on_run_begin(const engine::RunInfo& info) {
   program_ = info.program;
   const ir::Program& p = *program_;

@@ -112,6 +112,11 @@ class BubbleAccounting : public engine::Observer {
   void on_wait_end(const engine::OpSpan& span, const engine::WaitCause& cause) override;
   void on_run_end(TimeNs end) override;
 
+  // The bytes on_run_begin allocates for a run of `all_ranks` ranks with
+  // `simulated` of them simulated, standing for `represented` in all
+  // (docs/performance.md#estimate).
+  static Bytes estimate_bytes(int64_t all_ranks, int64_t simulated, int64_t represented);
+
   // Valid after on_run_end. The run's end (one iteration: its time).
   TimeNs iteration_time() const { return end_; }
   // Iterations of the run, and per iteration the last end of its ops over

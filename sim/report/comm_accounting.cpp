@@ -68,6 +68,27 @@ std::string_view CommAccounting::op_name(int op) { return kOpNames.at(static_cas
 
 CommAccounting::CommAccounting() = default;
 
+Bytes CommAccounting::estimate_bytes(const ir::Program& p, int64_t simulated) {
+  int32_t group_slots = 0, peer_slots = 0;
+  for (const ir::RankBinding& b : p.ranks()) {
+    group_slots = std::max(group_slots, b.group_size());
+    peer_slots = std::max(peer_slots, b.peer_size());
+  }
+  int64_t ops = 0, streams = 0;
+  for (const ir::RankClass& c : p.classes()) {
+    streams += c.streams_size();
+    for (const ir::Stream& s : c.streams()) ops += s.ops_size();
+  }
+  const int64_t ranks = p.ranks_size();
+  int64_t bytes = ranks * static_cast<int64_t>(sizeof(int32_t));  // index_of_rank_
+  // FlatBindings: the class and every slot's group and peer, per rank.
+  bytes += ranks * (1 + group_slots + peer_slots) * static_cast<int64_t>(sizeof(int32_t));
+  bytes += simulated * static_cast<int64_t>(sizeof(std::bitset<kGroups * kOps>));
+  bytes += ops * static_cast<int64_t>(sizeof(CommFacts)) + streams * static_cast<int64_t>(sizeof(uint32_t));
+  bytes += static_cast<int64_t>(p.groups_size()) * static_cast<int64_t>(sizeof(int32_t) + sizeof(int8_t));
+  return Bytes(bytes);
+}
+
 void CommAccounting::on_run_begin(const engine::RunInfo& info) {
   program_ = info.program;
   iterations_ = std::max(1, info.iterations);

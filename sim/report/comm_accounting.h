@@ -78,6 +78,10 @@ class CommAccounting : public engine::Observer {
  public:
   CommAccounting();
 
+  // The bytes on_run_begin allocates for `program` with `simulated` ranks
+  // simulated (docs/performance.md#estimate).
+  static Bytes estimate_bytes(const ir::Program& program, int64_t simulated);
+
   void on_run_begin(const engine::RunInfo& info) override;
   void on_op_end(const engine::OpSpan& span) override;
   void on_transfer(const engine::OpSpan& send, const engine::OpSpan& recv) override;

@@ -241,6 +241,7 @@ std::string format_summary(const Summary& s, const RunStats& run) {
   row(out, "mode", !run.mode.empty() ? run.mode
                   : s.folded        ? fmt::format("folded: {} of {} ranks simulated", s.simulated_ranks, s.num_gpus)
                                     : fmt::format("full: all {} ranks simulated", s.num_gpus));
+  if (!run.estimate.empty()) row(out, "estimate", run.estimate);
   const double eps = run.wall_seconds > 0 ? static_cast<double>(run.events) / run.wall_seconds : 0.0;
   row(out, run.label, fmt::format("{:.3f} s wall, {} {} ({})", run.wall_seconds, run.events, run.unit,
                                   format_si(eps, run.unit + "/s")));

@@ -18,6 +18,9 @@ struct RunStats {
   std::string unit = "events";
   // Replaces the "mode" row's text when set (execute: which ranks ran).
   std::string mode;
+  // An "estimate" row before the last one when set (simulate: what the run
+  // was estimated to need before it started, describe_estimate()).
+  std::string estimate;
   // A "tip" row after the last one when set (simulate: fold_tip).
   std::string tip;
 };

@@ -19,6 +19,7 @@
 #include "sim/report/summary.h"
 #include "sim/run/monte_carlo_runner.h"
 #include "sim/run/network_setup.h"
+#include "sim/run/run_estimate.h"
 #include "sim/variability/variability_model.h"
 
 namespace lacuna::run {
@@ -47,6 +48,11 @@ class SimulationRun {
   // The observed run (sample 0, with every observer), then samples 1..K-1
   // bare; the summary with comm, links, Monte Carlo and variability.
   report::Summary run();
+
+  // The events and memory run() will need (docs/performance.md#estimate),
+  // from the program alone: call it before run() to refuse a run that
+  // cannot fit (check_run_memory).
+  RunEstimate estimate() const { return estimate_run(program_, base_, settings_.sampling, settings_.network); }
 
   // The iteration time with another cost model, keeping the run's draws
   // (same perturbation, same link variation): --sensitivity's re-runs.

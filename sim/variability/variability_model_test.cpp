@@ -316,14 +316,7 @@ TEST(VariabilityModel, OneStragglerHostDelaysItsDpReduceScatterByItsExtraCompute
 TEST(VariabilityModel, SlowingAnyRankNeverShortensTheIteration) {
   for (uint64_t seed = 1; seed <= 25; ++seed) {
     std::mt19937_64 rng(seed);
-    engine::testing::PipelineSpec spec;
-    spec.tp = 1 + static_cast<int32_t>(rng() % 3);
-    spec.pp = 1 + static_cast<int32_t>(rng() % 4);
-    spec.dp = 1 + static_cast<int32_t>(rng() % 3);
-    spec.microbatches = 1 + static_cast<int32_t>(rng() % 4);
-    spec.layers_per_stage = 1 + static_cast<int32_t>(rng() % 3);
-    spec.fixed_comm = rng() % 2 == 0;
-    spec.seed = seed;
+    const engine::testing::PipelineSpec spec = engine::testing::random_pipeline_spec(rng, seed, 3);
     ir::Program p = engine::testing::make_pipeline_program(spec);
     if (rng() % 2 == 0) engine::testing::add_random_host_costs(p, seed, 3000, 5);
     place_ranks(p);

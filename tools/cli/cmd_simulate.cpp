@@ -42,6 +42,7 @@ struct SimulateOptions {
   CriticalPathOptions critical_path;
   SamplingOptions sampling;
   scenario::ScenarioEdits edits;  // what-ifs: --ideal --seed --straggler --slow-link --set
+  double max_memory_gb = -1;       // -1: 80 % of this machine's memory; 0: no limit
 };
 
 int run_simulate(const SimulateOptions& o) {
@@ -85,6 +86,10 @@ int run_simulate(const SimulateOptions& o) {
                                  .sampling = o.sampling,
                                  .seed_override = o.edits.seed,
                                  .progress = progress ? &*progress : nullptr});
+  // Before the run: its events and memory, and a refusal when it cannot fit
+  // (docs/performance.md#estimate) instead of dying of bad_alloc later.
+  const run::RunEstimate estimate = simulation.estimate();
+  run::check_run_memory(estimate, run::resident_bytes(), run::memory_limit_from_gb(o.max_memory_gb), "--max-memory-gb");
   for (engine::Observer* observer : critical.observers()) simulation.add_observer(observer);  // before the trace
   critical.attach_trace(outputs.trace());
   for (engine::Observer* observer : outputs.observers()) simulation.add_observer(observer);
@@ -108,6 +113,7 @@ int run_simulate(const SimulateOptions& o) {
   report::RunStats stats;
   stats.wall_seconds = simulation.wall_seconds();
   stats.events = simulation.events();
+  stats.estimate = run::describe_estimate(estimate);
   // fold_tip applies the time rule too; checking it here first spares
   // planning the fold for every short run.
   if (!o.fold && !summary.variability && o.sampling.samples == 0 && o.compute_slots == 0 &&
@@ -147,6 +153,10 @@ void add_simulate_command(CLI::App& app, Action& action) {
   add_scale_down_option(sub, o->scale_down);
   sub->add_flag("--strict-memory", o->strict_memory,
                 "fail (exit 4, no output files) when any rank's peak memory exceeds the GPU's HBM capacity");
+  sub->add_option("--max-memory-gb", o->max_memory_gb,
+                  "refuse a run whose estimated memory exceeds this many GB (default: 80 % of this machine's "
+                  "memory; 0: no limit; docs/performance.md#estimate)")
+      ->check(CLI::Range(0.0, 1e9));
   add_sampling_options(sub, o->sampling);
   add_output_options(sub, o->outputs, "");
   add_critical_path_options(sub, o->critical_path);
