@@ -113,6 +113,9 @@ TEST(TerminalReport, FoldTipOnlyForLongRunsThatFoldToFewerRanks) {
   const std::string tip = fold_tip(9.1, 3072, 8, false);
   EXPECT_EQ(tip, "--fold simulates 8 of 3072 ranks; with no variability identical ranks stay identical: the same result");
   EXPECT_NE(fold_tip(9.1, 3072, 8, true).find("flow network sees only the simulated ranks' traffic"), std::string::npos);
+  EXPECT_EQ(fold_tip(9.1, 3072, 8, false, 57'076, 16'330'499),
+            "--fold simulates 8 of 3072 ranks (about 57.076 k events, against this run's 16.330 M events); with no "
+            "variability identical ranks stay identical: the same result");
   EXPECT_EQ(fold_tip(1.9, 3072, 8, false), "");  // short runs: no tip
   EXPECT_EQ(fold_tip(9.1, 64, 64, false), "");   // folding would simulate every rank
   EXPECT_EQ(fold_tip(9.1, 0, 0, false), "");

@@ -249,10 +249,16 @@ std::string format_summary(const Summary& s, const RunStats& run) {
   return out;
 }
 
-std::string fold_tip(double wall_seconds, int32_t all_ranks, int32_t folded_ranks, bool flow_network) {
+std::string fold_tip(double wall_seconds, int32_t all_ranks, int32_t folded_ranks, bool flow_network,
+                     uint64_t folded_events, uint64_t run_events) {
   if (!(wall_seconds > kFoldTipSeconds) || all_ranks <= 0 || folded_ranks <= 0 || folded_ranks >= all_ranks) return "";
-  return fmt::format("--fold simulates {} of {} ranks; with no variability identical ranks stay identical{}",
-                     folded_ranks, all_ranks,
+  std::string events;
+  if (folded_events > 0 && run_events > 0) {
+    events = fmt::format(" (about {}, against this run's {})", format_si(static_cast<double>(folded_events), "events"),
+                         format_si(static_cast<double>(run_events), "events"));
+  }
+  return fmt::format("--fold simulates {} of {} ranks{}; with no variability identical ranks stay identical{}",
+                     folded_ranks, all_ranks, events,
                      flow_network ? ", and the flow network sees only the simulated ranks' traffic "
                                     "(docs/network.md#folded-runs)"
                                   : ": the same result");

@@ -27,14 +27,17 @@ struct RunStats {
 
 // When a full-rank run took over `kFoldTipSeconds` and could have folded (no
 // variability, no samples, no compute slots, and folding simulates fewer
-// ranks): "--fold simulates 8 of 3072 ranks ...". No time or event count is
-// promised: neither scales with the ranks simulated (GPT-3 175B, 3,072 GPUs:
-// ranks / 384, events / 285, wall time / 38; docs/performance.md#progress).
+// ranks): "--fold simulates 8 of 3072 ranks (about 57.076 k events, against
+// this run's 16.330 M events); ...". The folded run's events come from the
+// pre-run estimate (`folded_events`, 0: not said); no time is promised: the
+// folded run processes events at another rate (GPT-3 175B, 3,072 GPUs: ranks
+// / 384, events / 285, wall time / 38; docs/performance.md#progress).
 // "" otherwise.
 inline constexpr double kFoldTipSeconds = 2.0;
 // `flow_network`: the run used the flow network, under which a folded run
 // leaves out the unsimulated ranks' own traffic (docs/network.md#folded-runs).
-std::string fold_tip(double wall_seconds, int32_t all_ranks, int32_t folded_ranks, bool flow_network);
+std::string fold_tip(double wall_seconds, int32_t all_ranks, int32_t folded_ranks, bool flow_network,
+                     uint64_t folded_events = 0, uint64_t run_events = 0);
 
 std::string format_summary(const Summary& summary, const RunStats& run);
 

@@ -9,7 +9,7 @@
 #include <fmt/format.h>
 
 #include "sim/core/error.h"
-#include "sim/engine/fold.h"
+#include "sim/engine/run_estimate.h"
 #include "sim/report/memory_warning.h"
 #include "sim/report/summary.h"
 #include "sim/report/terminal_report.h"
@@ -118,9 +118,12 @@ int run_simulate(const SimulateOptions& o) {
   // planning the fold for every short run.
   if (!o.fold && !summary.variability && o.sampling.samples == 0 && o.compute_slots == 0 &&
       stats.wall_seconds > report::kFoldTipSeconds) {
-    stats.tip = report::fold_tip(stats.wall_seconds, program.ranks_size(),
-                                 static_cast<int32_t>(engine::plan_simulated_ranks(program, true).ranks.size()),
-                                 o.network == run::NetworkMode::kFlow);
+    engine::SimulationOptions folded;
+    folded.fold = true;
+    folded.iterations = o.sampling.iterations;
+    const engine::EngineEstimate f = engine::estimate_engine(program, folded);
+    stats.tip = report::fold_tip(stats.wall_seconds, program.ranks_size(), static_cast<int32_t>(f.simulated_ranks),
+                                 o.network == run::NetworkMode::kFlow, f.events, stats.events);
   }
   if (!warning.empty()) fmt::print(stderr, "{}", warning);
   fmt::print("{}{}{}", warning.empty() ? "" : warning + "\n", report::format_summary(summary, stats),
