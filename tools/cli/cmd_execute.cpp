@@ -11,7 +11,6 @@
 #include <thread>
 #include <vector>
 
-#include <unistd.h>
 
 #include <fmt/format.h>
 
@@ -29,6 +28,7 @@
 #include "sim/report/summary.h"
 #include "sim/report/terminal_report.h"
 #include "sim/run/program_input.h"
+#include "sim/run/run_estimate.h"
 #include "sim/run/single_run.h"
 #include "tools/cli/calibration_option.h"
 #include "tools/cli/commands.h"
@@ -102,16 +102,6 @@ std::string iteration_list(const std::vector<int64_t>& iteration_ns, int warmup,
   return out;
 }
 
-// --max-host-memory-gb in bytes; its default is 80 % of the machine's
-// physical memory (sysconf), leaving room for the process and the OS.
-int64_t max_host_memory_bytes(double gb) {
-  if (gb >= 0) return static_cast<int64_t>(gb * 1e9);
-  const long pages = ::sysconf(_SC_PHYS_PAGES);
-  const long page = ::sysconf(_SC_PAGE_SIZE);
-  if (pages <= 0 || page <= 0) return 0;
-  return static_cast<int64_t>(0.8 * static_cast<double>(pages) * static_cast<double>(page));
-}
-
 int run_execute(const ExecuteCliOptions& o) {
   if (o.iterations < 1) throw Error(SourceLocation{{}, 0, 0, "--iterations"}, "must be >= 1");
   if (o.warmup < 0) throw Error(SourceLocation{{}, 0, 0, "--warmup"}, "must be >= 0");
@@ -164,7 +154,7 @@ int run_execute(const ExecuteCliOptions& o) {
   eo.replay = replay ? &*replay : nullptr;
   // The CPU backend holds everything in host memory; the CUDA backend holds
   // the recorded spans there, and bounds its device memory per rank itself.
-  eo.max_memory_bytes = max_host_memory_bytes(o.max_host_memory_gb);
+  eo.max_memory_bytes = run::memory_limit_from_gb(o.max_host_memory_gb).count();
   // Executed rank subsets without --replay are checked by the plan (every
   // peer and group member must run).
 
