@@ -5,8 +5,9 @@
 // to move a prediction regenerates the file (LACUNA_UPDATE_GOLDEN=1) and says
 // so in its commit; one that does not, fails here naming the scenario.
 //
-// The hash covers the whole JSON (timeline included) except the two fields
-// that name the build and the input path, not the prediction. Release builds
+// The hash covers the whole JSON (timeline included) except the fields that
+// name the build and the input path (and the program digest, which covers the
+// path), not the prediction. Release builds
 // only: a sanitizer build's different optimisation may round differently.
 #include <gtest/gtest.h>
 
@@ -95,6 +96,7 @@ std::string summary_hash(const std::string& scenario, const TempDir& dir) {
   nlohmann::json j = nlohmann::json::parse(read_file(json));
   j.erase("lacuna_version");  // the build
   j.erase("scenario_file");   // the path it was given
+  j.erase("program_digest");  // digests the program, which names that path too
   return fmt::format("fnv1a64:{:016x}", fnv1a64(j.dump()));
 }
 
@@ -107,7 +109,7 @@ TEST(GoldenOutputs, ShippedScenariosPredictWhatTheyDidBefore) {
   TempDir dir("golden");
   std::string regenerated =
       "# JSON summary hashes of `lacuna simulate S --fold --no-trace --no-svg --json F`, without\n"
-      "# lacuna_version and scenario_file (tests/golden_outputs_test.cpp). Regenerate with\n"
+      "# lacuna_version, scenario_file and program_digest (tests/golden_outputs_test.cpp). Regenerate with\n"
       "# LACUNA_UPDATE_GOLDEN=1 build/lacuna_tests --gtest_filter='GoldenOutputs.*' only when a\n"
       "# change means to move a prediction.\n";
   for (const char* scenario : kScenarios) {
