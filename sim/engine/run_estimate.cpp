@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <span>
+#include <tuple>
 #include <vector>
 
 #include "sim/cost/group_shape.h"
@@ -131,7 +132,6 @@ EngineEstimate estimate_engine(const ir::Program& p, const SimulationOptions& op
     }
   }
   const auto iterations = static_cast<uint64_t>(std::max(1, options.iterations));
-  e.class_ops = flat_ops;
   e.ops = ops * iterations;
   e.events = events * iterations;
   e.host_events = host_events * iterations;

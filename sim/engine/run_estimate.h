@@ -18,7 +18,6 @@ struct EngineEstimate {
   int64_t simulated_ranks = 0;
   int64_t streams = 0;  // over the simulated ranks
   int64_t represented_ranks = 0;  // sum of the ranks each simulated rank stands for
-  int64_t class_ops = 0;  // ops of the classes the simulated ranks use (each class once)
   uint64_t ops = 0;     // every op of every simulated stream, over all iterations
   // Queue pops: one per compute op, per collective instance (shared by its
   // simulated members) and per transfer (send/recv pair); exact under fixed
