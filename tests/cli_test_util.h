@@ -2,10 +2,13 @@
 #pragma once
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+
+#include "sim/parallel/processes.h"
 
 namespace lacuna::testing {
 
@@ -16,6 +19,35 @@ struct CommandResult {
 
 inline CommandResult run_lacuna(const std::string& args) {
   const std::string cmd = std::string(LACUNA_BINARY) + " " + args + " 2>&1";
+  CommandResult r;
+  std::FILE* p = ::popen(cmd.c_str(), "r");
+  if (p == nullptr) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
+  const int status = ::pclose(p);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+// Why `mpirun` cannot run lacuna here ("" when it can): a build without MPI,
+// no mpirun on PATH, or a sanitizer build (MPI's own allocations would be
+// reported as leaks).
+inline std::string mpi_unavailable() {
+#if defined(LACUNA_SANITIZED)
+  return "MPI's own allocations are reported as leaks under AddressSanitizer";
+#else
+  if (!parallel::built_with_mpi()) return "lacuna was built without MPI";
+  if (std::system("command -v mpirun >/dev/null 2>&1") != 0) return "no mpirun on PATH";
+  return "";
+#endif
+}
+
+// `mpirun -np N lacuna ARGS` on this host (as root too, more processes than
+// cores allowed), stdout and stderr together.
+inline CommandResult run_lacuna_mpi(int processes, const std::string& args) {
+  const std::string cmd = "mpirun --allow-run-as-root --oversubscribe -np " + std::to_string(processes) + " " +
+                          std::string(LACUNA_BINARY) + " " + args + " 2>&1";
   CommandResult r;
   std::FILE* p = ::popen(cmd.c_str(), "r");
   if (p == nullptr) return r;

@@ -1,8 +1,8 @@
 // `lacuna compare SCENARIO`: the scenario's multimodal workload under every
 // applicable placement (placement::applicable_placements), plus the LLM alone
 // as the reference for "encoder compute hidden in bubbles"; a side-by-side
-// table, optionally JSON, and one SVG with one rank of every placement on a
-// common time axis (docs/compare.md).
+// table, optionally JSON and CSV (one row per placement), and one SVG with
+// one rank of every placement on a common time axis (docs/compare.md).
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
@@ -20,6 +20,7 @@
 #include "sim/placement/hetero_layouts.h"
 #include "sim/placement/modules.h"
 #include "sim/report/bubble_accounting.h"
+#include "sim/report/compare_csv.h"
 #include "sim/report/compare_report.h"
 #include "sim/report/format.h"
 #include "sim/report/names.h"
@@ -44,6 +45,7 @@ namespace {
 struct CompareOptions {
   std::string scenario;
   std::string json;
+  std::string csv;
   std::string svg;
   bool no_svg = false;
   bool full = false;
@@ -143,7 +145,7 @@ int run_compare(const CompareOptions& o) {
   }
   if (o.rank < 0) throw Error(SourceLocation{{}, 0, 0, "--rank"}, fmt::format("rank {} is negative", o.rank));
   const std::vector<NamedPath> inputs = {{"SCENARIO", o.scenario}, {"--calibration", o.calibration.profile}};
-  check_outputs({{"--json", o.json}, {"--svg", o.no_svg ? std::string() : o.svg}}, inputs);
+  check_outputs({{"--json", o.json}, {"--csv", o.csv}, {"--svg", o.no_svg ? std::string() : o.svg}}, inputs);
   const scenario::LoadedScenario loaded = scenario::load_scenario(o.scenario, o.scale_down, o.edits);
   const std::vector<scenario::PlacementKind> kinds = placement::applicable_placements(loaded);
   if (kinds.empty()) {
@@ -172,11 +174,12 @@ int run_compare(const CompareOptions& o) {
     std::filesystem::create_directories(o.out_dir, ec);
     if (ec) throw Error(SourceLocation{o.out_dir, 0, 0, "--out-dir"}, "cannot create the output directory: " + ec.message());
   }
-  check_outputs({{"--json", o.json}, {"--svg", svg_path}}, inputs);  // the default SVG path too
+  check_outputs({{"--json", o.json}, {"--csv", o.csv}, {"--svg", svg_path}}, inputs);  // the default SVG path too
   // Opened now so that an unwritable path fails before the runs.
-  std::optional<AtomicFile> svg_file, json_file;
+  std::optional<AtomicFile> svg_file, json_file, csv_file;
   if (!svg_path.empty()) svg_file.emplace(svg_path);
   if (!o.json.empty()) json_file.emplace(o.json);
+  if (!o.csv.empty()) csv_file.emplace(o.csv);
   const bool fold = !o.full;
   const std::optional<int32_t> drawn = svg_file ? std::optional<int32_t>(o.rank) : std::nullopt;
 
@@ -313,11 +316,14 @@ int run_compare(const CompareOptions& o) {
     svg_file->write(report::render_timeline_svg(doc));
   }
   if (json_file) json_file->write(report::comparison_json(cmp));
+  if (csv_file) csv_file->write(report::comparison_csv(cmp));
   if (svg_file) svg_file->commit();
   if (json_file) json_file->commit();
-  if (svg_file || json_file) fmt::print("\n");
+  if (csv_file) csv_file->commit();
+  if (svg_file || json_file || csv_file) fmt::print("\n");
   if (svg_file) fmt::print("  svg    {}  (rank {} of every placement)\n", svg_path, o.rank);
   if (json_file) fmt::print("  json   {}\n", o.json);
+  if (csv_file) fmt::print("  csv    {}\n", o.csv);
   return 0;
 }
 
@@ -329,6 +335,10 @@ void add_compare_command(CLI::App& app, Action& action) {
       "compare", "Simulate a multimodal scenario under every applicable placement and compare them side by side");
   sub->add_option("SCENARIO", o->scenario, "multimodal scenario (.pbtxt, .textproto, .json)")->required();
   sub->add_option("--json", o->json, "write the comparison as JSON to FILE")->check(output_file());
+  sub->add_option("--csv", o->csv,
+                  "write one CSV row per placement to FILE: the headline metrics and bubble categories "
+                  "(docs/outputs.md#csv)")
+      ->check(output_file());
   sub->add_option("--svg", o->svg, "write the timelines to FILE (default DIR/<scenario>.compare.svg)")
       ->check(output_file());
   sub->add_flag("--no-svg", o->no_svg, "do not write the SVG");

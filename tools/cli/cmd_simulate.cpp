@@ -1,6 +1,7 @@
 // `lacuna simulate INPUT`: one iteration (or --iterations N), the summary
 // table, and (after the run succeeded) the trace, the SVG and optionally the
-// JSON summary; --samples K adds Monte Carlo statistics (sampling_option.h).
+// JSON summary and the CSV row (--csv, docs/outputs.md#csv); --samples K adds
+// Monte Carlo statistics (sampling_option.h).
 #include <cstdio>
 #include <memory>
 #include <optional>
@@ -8,9 +9,11 @@
 
 #include <fmt/format.h>
 
+#include "sim/core/atomic_file.h"
 #include "sim/core/error.h"
 #include "sim/engine/run_estimate.h"
 #include "sim/report/memory_warning.h"
+#include "sim/report/run_metrics.h"
 #include "sim/report/summary.h"
 #include "sim/report/terminal_report.h"
 #include "sim/run/program_input.h"
@@ -35,6 +38,7 @@ struct SimulateOptions {
   bool fold = false;
   int32_t compute_slots = 0;
   OutputOptions outputs;
+  std::string csv;  // --csv: one row of the headline metrics
   NetworkMode network = NetworkMode::kFlow;
   CalibrationOption calibration;
   int64_t scale_down = 1;
@@ -57,10 +61,11 @@ int run_simulate(const SimulateOptions& o) {
   // --calibration, else the lazily built analytic model.
   // Output paths before the (possibly long) load and compile.
   const std::vector<NamedPath> inputs = {{"INPUT", o.input}, {"--calibration", o.calibration.profile}};
-  const std::vector<NamedPath> heatmap = {{"--heatmap", o.critical_path.heatmap}};
+  // Outputs beside RunOutputs' own, checked with them.
+  const std::vector<NamedPath> other_outputs = {{"--heatmap", o.critical_path.heatmap}, {"--csv", o.csv}};
   {
     std::vector<NamedPath> given = explicit_outputs(o.outputs);
-    given.insert(given.end(), heatmap.begin(), heatmap.end());
+    given.insert(given.end(), other_outputs.begin(), other_outputs.end());
     check_outputs(given, inputs);
   }
   const run::SimulationInput input = run::load_simulation_input(o.input, o.calibration, o.scale_down, o.edits);
@@ -71,8 +76,10 @@ int run_simulate(const SimulateOptions& o) {
   std::optional<report::CalibrationCoverage> coverage;
   if (const auto* calibrated = input.calibrated()) coverage = run::coverage_section(*calibrated, program);
   const std::string stem = run::file_stem_for(program.info().scenario_name(), o.input);
-  RunOutputs outputs(program, o.outputs, stem, "", trace::PREDICTION, true, heatmap, inputs);
+  RunOutputs outputs(program, o.outputs, stem, "", trace::PREDICTION, true, other_outputs, inputs);
   CriticalPathOutputs critical(program, o.critical_path);
+  std::optional<AtomicFile> csv_file;  // opened now: an unwritable path fails before the run
+  if (!o.csv.empty()) csv_file.emplace(o.csv);
 
   // A progress line on a terminal, for runs past two seconds (never in a log
   // or a pipe: stdout's table stays clean either way).
@@ -108,6 +115,10 @@ int run_simulate(const SimulateOptions& o) {
   if (!rejected) {
     outputs.commit(summary);
     critical.commit();
+    if (csv_file) {
+      csv_file->write(report::summary_csv(summary));
+      csv_file->commit();
+    }
   }
 
   report::RunStats stats;
@@ -134,7 +145,8 @@ int run_simulate(const SimulateOptions& o) {
                summary.over_capacity_ranks, summary.num_gpus);
     return report::kExitOverCapacity;
   }
-  const std::string files = outputs.describe();
+  std::string files = outputs.describe();
+  if (csv_file) files += fmt::format("{}  csv    {}\n", files.empty() ? "\n" : "", o.csv);
   fmt::print("{}{}", files, critical.describe(files.empty()));
   return 0;
 }
@@ -162,6 +174,10 @@ void add_simulate_command(CLI::App& app, Action& action) {
       ->check(CLI::Range(0.0, 1e9));
   add_sampling_options(sub, o->sampling);
   add_output_options(sub, o->outputs, "");
+  sub->add_option("--csv", o->csv,
+                  "write the headline metrics and bubble categories (and with --samples their statistics) as one CSV "
+                  "row to FILE (docs/outputs.md#csv)")
+      ->check(output_file());
   add_critical_path_options(sub, o->critical_path);
   add_variability_options(sub, o->edits);
   sub->callback([o, &action] { action = [o] { return run_simulate(*o); }; });

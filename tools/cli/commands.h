@@ -24,5 +24,7 @@ void add_version_command(CLI::App& app, Action& action);
 void add_calibrate_command(CLI::App& app, Action& action);
 void add_ablate_command(CLI::App& app, Action& action);
 void add_efficiency_command(CLI::App& app, Action& action);
+void add_search_command(CLI::App& app, Action& action);
+void add_sweep_command(CLI::App& app, Action& action);
 
 }  // namespace lacuna::cli

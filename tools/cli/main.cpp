@@ -13,6 +13,7 @@
 #include "sim/core/error.h"
 #include "sim/core/interrupt_cleanup.h"
 #include "sim/engine/simulator.h"
+#include "sim/parallel/processes.h"
 #include "tools/cli/commands.h"
 
 namespace {
@@ -31,6 +32,8 @@ int run(int argc, char** argv) {
   lacuna::cli::add_ablate_command(app, action);
   lacuna::cli::add_validate_command(app, action);
   lacuna::cli::add_efficiency_command(app, action);
+  lacuna::cli::add_search_command(app, action);
+  lacuna::cli::add_sweep_command(app, action);
   lacuna::cli::add_presets_command(app, action);
   lacuna::cli::add_devices_command(app, action);
   lacuna::cli::add_version_command(app, action);
@@ -44,12 +47,36 @@ int run(int argc, char** argv) {
     std::fputs(app.help().c_str(), stdout);
     return 2;
   }
+  // Under mpirun, only the commands that split their work over the MPI
+  // processes may run: any other would run K times and write the same files.
+  const lacuna::parallel::World world = lacuna::parallel::world();
+  if (world.size > 1) {
+    const std::string name = app.get_subcommands().empty() ? "" : app.get_subcommands().front()->get_name();
+    if (name != "search" && name != "sweep") {
+      throw lacuna::Error(lacuna::SourceLocation{name, 0, 0, {}},
+                          fmt::format("started as {} MPI processes, but only search and sweep split their work", world.size),
+                          "run it without mpirun");
+    }
+  }
   return action();
 }
 
 }  // namespace
 
+int run_and_report(int argc, char** argv);
+
 int main(int argc, char** argv) {
+  // MPI for the process's lifetime when started by mpirun (else nothing):
+  // before any thread, and outliving every error path below.
+  lacuna::parallel::MpiSession mpi(&argc, &argv);
+  const int code = run_and_report(argc, argv);
+  // A process that failed under mpirun takes the others down with it
+  // (after printing why), instead of leaving them in a collective.
+  if (code != 0) lacuna::parallel::abort_others(code);
+  return code;
+}
+
+int run_and_report(int argc, char** argv) {
   // Partial outputs are removed if the run is interrupted (docs/outputs.md).
   lacuna::install_interrupt_cleanup();
   try {

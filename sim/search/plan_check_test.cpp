@@ -1,0 +1,78 @@
+#include "sim/search/plan_check.h"
+
+#include <random>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "sim/core/error.h"
+#include "sim/search/plan_space.h"
+#include "sim/search/search_test_support.h"
+
+namespace lacuna::search {
+namespace {
+
+// Pruning never removes a plan Megatron-LM (lacuna's validation) accepts, and
+// never lets through one it rejects: on random models, every sampled plan of
+// the space gets the same verdict from check_plan and from validate_scenario.
+TEST(PlanCheck, AgreesWithValidationOnRandomPlans) {
+  std::mt19937_64 rng(2026);
+  int accepted = 0, rejected = 0;
+  for (int model = 0; model < 12; ++model) {
+    const scenario::LoadedScenario base = testing::random_small(rng);
+    const Dimensions dims = make_dimensions(base.spec, std::nullopt, {}, {Placement::kNone});
+    const std::vector<Plan> plans = enumerate_plans(base.spec, dims, {});
+    const PlanShape shape = plan_shape(base.spec);
+    for (int k = 0; k < 120; ++k) {
+      const Plan& plan = plans[rng() % plans.size()];
+      const Fate fate = check_plan(shape, plan);
+      bool valid = true;
+      std::string why;
+      try {
+        scenario::validate_scenario(apply_plan(base.spec, plan), base.locations);
+      } catch (const Error& e) {
+        valid = false;
+        why = e.what();
+      }
+      EXPECT_EQ(fate == Fate::kScreened, valid)
+          << "model " << model << ": " << describe(plan) << " check_plan: " << fate_key(fate) << "; validation: "
+          << (valid ? "accepted" : why);
+      (valid ? accepted : rejected)++;
+    }
+  }
+  // The sample covers both verdicts.
+  EXPECT_GT(accepted, 100);
+  EXPECT_GT(rejected, 100);
+}
+
+TEST(PlanCheck, EachRuleNamesItsReason) {
+  const scenario::LoadedScenario base = testing::gpt_small();  // 16 heads, seq 2048, batch 32, 8 GPUs
+  const PlanShape shape = plan_shape(base.spec);
+  Plan p;
+  p.num_nodes = 1;
+  p.dp = 8;
+  EXPECT_EQ(check_plan(shape, p), Fate::kScreened);
+  Plan bad = p;
+  bad.micro_batch = 3;  // 32 is not a multiple of 3 × 8
+  EXPECT_EQ(check_plan(shape, bad), Fate::kBatch);
+  bad = p;
+  bad.tp = 8;
+  bad.dp = 1;
+  bad.micro_batch = 32;
+  EXPECT_EQ(check_plan(shape, bad), Fate::kScreened);
+  bad.tp = 32;  // more than the 16 heads
+  EXPECT_EQ(check_plan(shape, bad), Fate::kTpHeads);
+  bad = p;
+  bad.pp = 2;
+  bad.dp = 4;
+  bad.virtual_stages = 2;
+  bad.schedule = scenario::INTERLEAVED_1F1B;
+  bad.p2p_overlapped = false;
+  EXPECT_EQ(check_plan(shape, bad), Fate::kInterleavedBlockingP2p);
+  bad.p2p_overlapped = true;
+  bad.micro_batch = 8;  // 32 / (8 × 4) = 1 microbatch, not a multiple of pp 2
+  EXPECT_EQ(check_plan(shape, bad), Fate::kInterleavedMicrobatches);
+}
+
+}  // namespace
+}  // namespace lacuna::search

@@ -1,0 +1,316 @@
+#include "sim/search/screen.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "sim/compiler/segment_inputs.h"
+#include "sim/cost/memory.h"
+#include "sim/cost/memory_peak.h"
+#include "sim/model/accounting.h"
+#include "sim/model/layer.h"
+#include "sim/model/mllm.h"
+#include "sim/scenario/execution.h"
+
+namespace lacuna::search {
+namespace {
+
+// A group of `size` ranks `stride` apart under Megatron's default order
+// (tp-cp-dp-pp): how many nodes it spans and how many members share one.
+cost::GroupShape strided_group(int64_t size, int64_t stride, int64_t gpus_per_node) {
+  cost::GroupShape g;
+  g.size = static_cast<int32_t>(size);
+  if (stride >= gpus_per_node) {
+    g.nodes = static_cast<int32_t>(size);
+    g.max_ranks_per_node = 1;
+    return g;
+  }
+  const int64_t per_node = std::max<int64_t>(1, std::min<int64_t>(size, gpus_per_node / stride));
+  g.nodes = static_cast<int32_t>((size + per_node - 1) / per_node);
+  g.max_ranks_per_node = static_cast<int32_t>(per_node);
+  return g;
+}
+
+// The NCCL communicators a rank belongs to, as compiler/memory_overheads.h
+// counts them from the rank layout (compiler/rank_layout.h): each distinct
+// rank set among its tp, cp, dp, dp_cp, tied-embedding and gradient-norm
+// groups, plus one for pipeline p2p. A group is the set of axes it spans,
+// axes of size 1 dropped, so coinciding groups (dp_cp = dp at cp 1) count once.
+int64_t rank_communicators(const Plan& p) {
+  enum : unsigned { kTp = 1, kCp = 2, kDp = 4, kPp = 8, kPpEnds = 16 };
+  auto reduce = [&](unsigned axes) {
+    unsigned out = 0;
+    if ((axes & kTp) && p.tp > 1) out |= kTp;
+    if ((axes & kCp) && p.cp > 1) out |= kCp;
+    if ((axes & kDp) && p.dp > 1) out |= kDp;
+    if ((axes & kPp) && p.pp > 1) out |= kPp;
+    return out;
+  };
+  std::vector<unsigned> sets = {reduce(kTp), reduce(kCp), reduce(kDp), reduce(kDp | kCp),
+                                // the gradient norm: tp × pp ranks, or every rank with the distributed optimizer
+                                reduce(p.distributed_optimizer ? (kTp | kCp | kDp | kPp) : (kTp | kPp))};
+  // The embedding group joins the first and last stage: the whole pipeline
+  // axis only when pp = 2.
+  if (p.pp > 1) sets.push_back(p.pp == 2 ? kPp : kPpEnds);
+  std::sort(sets.begin(), sets.end());
+  sets.erase(std::unique(sets.begin(), sets.end()), sets.end());
+  const int64_t groups = static_cast<int64_t>(std::count_if(sets.begin(), sets.end(), [](unsigned s) { return s != 0; }));
+  return groups + (p.pp > 1 ? 1 : 0);
+}
+
+}  // namespace
+
+Screen::Screen(const scenario::Scenario& base)
+    : base_(base), cost_(cost::make_analytic_cost_model(base.cluster(), base.training().precision())) {
+  peak_flops_ = scenario::peak_flops_per_s(base.cluster().gpu(), base.training().precision());
+  gemm_efficiency_ = scenario::op_efficiency(base.cluster().gpu(), "GEMM").flops;
+  const model::LayerShape shape = model::layer_shape(base);
+  model_flops_ = model::model_flops_per_iteration(model::unsharded(shape, 1), base.model().llm().num_layers(),
+                                                  base.training().global_batch());
+  for (int e = 0; e < base.model().encoders_size(); ++e) {
+    encoder_flops_ += model::encoder_model_flops_per_iteration(base, e, base.training().global_batch());
+  }
+  grad_reduce_fp32_ = scenario::resolve_execution(base, scenario::SourceMap{}).grad_reduce_in_fp32();
+  const auto& mo = base.cluster().memory_overheads();
+  cuda_context_bytes_ = mo.cuda_context_gib() * 1024.0 * 1024.0 * 1024.0;
+  nccl_communicator_bytes_ = mo.nccl_communicator_mib() * 1024.0 * 1024.0;
+  fragmentation_ = cost::allocator_fragmentation(base.cluster());
+}
+
+const Screen::LayerFigures& Screen::layer(const Plan& plan) {
+  const ShapeKey key{plan.tp, plan.cp, plan.sequence_parallel, plan.micro_batch, static_cast<int>(plan.recompute),
+                     plan.tp_comm_overlap, plan.pp > 1};
+  if (auto it = layers_.find(key); it != layers_.end()) return it->second;
+  // The plan's scenario, only to read the layer's shape as the compiler does.
+  Plan probe = plan;
+  probe.pp = plan.pp > 1 ? 2 : 1;
+  const scenario::Scenario spec = apply_plan(base_, probe);
+  const model::LayerShape s = model::layer_shape(spec);
+  const int64_t gpn = base_.cluster().gpus_per_node();
+  const cost::GroupShape tp_group = strided_group(plan.tp, 1, gpn);
+  const cost::GroupShape cp_group = strided_group(plan.cp, plan.tp, gpn);
+  LayerFigures f;
+  auto add = [&](const std::vector<model::Step>& steps, double& compute_s, double* weight_s) {
+    for (const model::Step& step : steps) {
+      if (const auto* k = std::get_if<model::Kernel>(&step)) {
+        const double t = cost_->compute(model::to_compute(*k)).seconds();
+        compute_s += t;
+        if (weight_s != nullptr && k->phase == ir::BACKWARD_WEIGHT) *weight_s += t;
+        if (k->op_class == ir::ATTENTION) f.attention_s += t;
+      } else {
+        const auto& c = std::get<model::CommPoint>(step);
+        const bool tp = c.group == model::CommGroup::kTp;
+        const cost::GroupShape& g = tp ? tp_group : cp_group;
+        if (g.size <= 1) continue;
+        const double t = cost_->collective(c.kind, c.bytes, g).seconds();
+        (tp ? f.tp_comm_s : f.cp_comm_s) += t;
+      }
+    }
+  };
+  add(model::layer_forward(s), f.forward_s, nullptr);
+  add(model::layer_backward(s, plan.recompute), f.backward_s, &f.weight_grad_s);
+  double unused = 0;
+  const double layer_attention_s = f.attention_s;
+  add(model::embedding_forward(s), f.embedding_s, nullptr);
+  add(model::embedding_backward(s), f.embedding_s, &unused);
+  add(model::head_forward(s), f.head_s, nullptr);
+  add(model::head_backward(s), f.head_s, &unused);
+  // With TP overlap the collectives run under the GEMM pieces; the first
+  // piece's share stays exposed (tp pieces for all-gathers, Transformer
+  // Engine's default).
+  if (plan.tp_comm_overlap) f.tp_comm_s /= std::max<int32_t>(plan.tp, 2);
+  // Megatron-LM's p2p tensor: micro_batch × seq / cp × hidden, 2 bytes; with
+  // sequence parallelism each TP rank sends its 1/tp.
+  f.p2p_bytes = static_cast<double>(s.micro_batch) * static_cast<double>(s.seq_per_rank()) *
+                static_cast<double>(s.hidden) * 2.0 / (plan.sequence_parallel ? plan.tp : 1);
+  f.layer_params = model::layer_parameters(s);
+  f.embedding_params = model::embedding_parameters(s);
+  f.head_params = model::head_parameters(s);
+  f.layer_activation = cost::layer_activation_bytes(compiler::activation_inputs(s, plan.recompute));
+  f.head_activation = model::head_activation_bytes(s);
+  f.grad_fp32 = s.grad_fp32;
+  f.attention_s = layer_attention_s;
+  return layers_.emplace(key, f).first->second;
+}
+
+double Screen::optimizer_s(int64_t parameters) {
+  if (auto it = optimizer_.find(parameters); it != optimizer_.end()) return it->second;
+  double t = 0;
+  for (const model::Kernel& k : model::optimizer_update(parameters)) t += cost_->compute(model::to_compute(k)).seconds();
+  optimizer_.emplace(parameters, t);
+  return t;
+}
+
+ScreenEstimate Screen::estimate(const Plan& plan) {
+  const LayerFigures& f = layer(plan);
+  const int64_t gpn = base_.cluster().gpus_per_node();
+  const int64_t layers = base_.model().llm().num_layers();
+  const int64_t pp = plan.pp, v = plan.virtual_stages;
+  const int64_t m = std::max<int64_t>(1, base_.training().global_batch() / (int64_t{plan.micro_batch} * plan.dp));
+  // Layers of the first and the last pipeline rank.
+  int64_t first_layers = layers / pp, last_layers = layers / pp;
+  if (plan.split == LayerSplit::kLightLast) {
+    last_layers = plan.last_stage_layers;
+    first_layers = (layers - last_layers) / (pp - 1);
+  }
+  // Ring attention passes the KV chunks while the attention kernels run:
+  // what they cannot hide stays exposed.
+  const double cp_exposed = std::max(0.0, f.cp_comm_s - f.attention_s);
+  const double per_layer = f.forward_s + f.backward_s + f.tp_comm_s + cp_exposed;
+  // Work of one microbatch on each pipeline rank (forward + backward).
+  double w_first = static_cast<double>(first_layers) * per_layer + f.embedding_s;
+  double w_last = static_cast<double>(last_layers) * per_layer + f.head_s;
+  if (pp == 1) w_first = w_last = static_cast<double>(layers) * per_layer + f.embedding_s + f.head_s;
+  const double w_mid = static_cast<double>(first_layers) * per_layer;
+  const double w_weight = static_cast<double>(first_layers) * f.weight_grad_s;
+
+  // Encoder work per GPU at the GEMM rate, placed as each placement does
+  // (docs/search.md#the-screen).
+  const int64_t llm_gpus = plan.dp * plan.tp * plan.cp * plan.pp;
+  const double encoder_s = encoder_flops_ / (static_cast<double>(llm_gpus) * peak_flops_ * gemm_efficiency_);
+  switch (plan.placement) {
+    case Placement::kMegatronBaseline:
+      // On the first pipeline stage only: its 1/pp of the GPUs do it all.
+      w_first += encoder_s * static_cast<double>(pp) / static_cast<double>(m);
+      if (pp == 1) w_last = w_first;
+      break;
+    case Placement::kMegatronBalanced:
+    case Placement::kMegatronLayerSplit:
+      w_first += encoder_s / static_cast<double>(m);
+      w_last += encoder_s / static_cast<double>(m);
+      break;
+    default: break;
+  }
+  const double w_max = std::max({w_first, w_last, w_mid});
+  const double w_sum = w_first + w_last + static_cast<double>(std::max<int64_t>(0, pp - 2)) * w_mid;
+  double pipeline = 0;
+  switch (plan.schedule) {
+    case scenario::INTERLEAVED_1F1B:
+      pipeline = static_cast<double>(m) * w_max + (w_sum - w_max) / static_cast<double>(v);
+      break;
+    case scenario::ZB_H1:
+      // Zero-bubble H1 (Qi et al. 2024): the fill and drain shrink by the
+      // deferred weight gradients, (p−1)(T_F + T_B − T_W) against 1F1B's
+      // (p−1)(T_F + T_B + T_W).
+      pipeline = static_cast<double>(m) * w_max +
+                 std::max(0.0, (w_sum - w_max) - 2.0 * static_cast<double>(pp - 1) * w_weight);
+      break;
+    default:
+      pipeline = static_cast<double>(m - 1) * w_max + w_sum;
+      break;
+  }
+  if (pp == 1) pipeline = static_cast<double>(m) * w_first;
+  ScreenEstimate out;
+  out.bubble_s = pipeline - static_cast<double>(m) * w_max;
+
+  // Pipeline p2p: one activation each way per microbatch and stage boundary.
+  double exposed = static_cast<double>(m) * (static_cast<double>(layers) / static_cast<double>(pp)) *
+                   (f.tp_comm_s + cp_exposed);
+  if (pp > 1) {
+    const bool same_node = int64_t{plan.tp} * plan.cp * plan.dp < gpn;
+    const double p2p = cost_->p2p(static_cast<int64_t>(f.p2p_bytes), same_node).seconds();
+    const double transfers = plan.p2p_overlapped ? 2.0 * static_cast<double>(pp - 1) * static_cast<double>(v)
+                                                 : 2.0 * static_cast<double>(m * v + pp - 1);
+    pipeline += transfers * p2p;
+    exposed += transfers * p2p;
+  }
+
+  // Data parallelism: gradients reduced (reduce-scatter with the distributed
+  // optimizer, else all-reduce), parameters all-gathered back; with overlap
+  // only the last bucket or model chunk stays exposed.
+  const int64_t stage_params = std::max(static_cast<int64_t>(first_layers) * f.layer_params + f.embedding_params,
+                                        static_cast<int64_t>(last_layers) * f.layer_params + f.head_params);
+  double dp_s = 0;
+  const int64_t replicas = plan.dp * plan.cp;
+  if (replicas > 1) {
+    const cost::GroupShape g = strided_group(replicas, plan.tp, gpn);
+    const int64_t grad_bytes = stage_params * (grad_reduce_fp32_ ? 4 : 2);
+    if (plan.distributed_optimizer) {
+      dp_s = cost_->collective(ir::REDUCE_SCATTER, grad_bytes, g).seconds() +
+             cost_->collective(ir::ALL_GATHER, stage_params * 2, g).seconds();
+    } else {
+      dp_s = cost_->collective(ir::ALL_REDUCE, grad_bytes, g).seconds();
+    }
+    if (plan.dp_overlap) {
+      // Megatron-LM's buckets: max(40M, 1M·dp) parameters.
+      const double bucket = std::max(4e7, 1e6 * static_cast<double>(replicas));
+      const double buckets = std::max(1.0, std::ceil(static_cast<double>(stage_params) / bucket));
+      dp_s /= std::max(static_cast<double>(v), buckets);
+    }
+  }
+  exposed += dp_s;
+  const double optimizer =
+      optimizer_s(plan.distributed_optimizer ? (stage_params + replicas - 1) / replicas : stage_params);
+  double iteration = pipeline + dp_s + optimizer;
+  int64_t gpus = llm_gpus;
+  switch (plan.placement) {
+    case Placement::kOptimus:
+      // Into the LLM's bubbles; what does not fit runs after.
+      iteration += std::max(0.0, encoder_s - std::max(0.0, out.bubble_s));
+      break;
+    case Placement::kHeteroColocated:
+      iteration += encoder_s;  // its own phases, on every GPU
+      break;
+    case Placement::kMegatronEncoderPp: {
+      // Its stages on the GPUs after the LLM's, one pipeline ahead of it:
+      // the slower of the two sets the pace.
+      const int64_t island = plan.gpus(gpn) - llm_gpus;
+      iteration = std::max(iteration, encoder_s * static_cast<double>(llm_gpus) / static_cast<double>(std::max<int64_t>(1, island)));
+      gpus = plan.gpus(gpn);
+      break;
+    }
+    case Placement::kHeteroNonColocated: {
+      // On GPUs of its own, as many as keep pace with the LLM (whole nodes).
+      const double share = encoder_s / std::max(iteration, 1e-12);
+      const int64_t nodes = static_cast<int64_t>(std::ceil(share * static_cast<double>(plan.num_nodes)));
+      gpus += std::max<int64_t>(1, nodes) * gpn;
+      break;
+    }
+    default: break;
+  }
+  out.iteration_s = iteration;
+  out.gpus = gpus;
+  out.exposed_comm_s = exposed;
+  out.tokens_per_s = static_cast<double>(base_.training().global_batch()) *
+                     static_cast<double>(base_.model().llm().seq_length()) / iteration;
+  out.mfu = (model_flops_ + encoder_flops_) / (iteration * static_cast<double>(gpus) * peak_flops_);
+
+  // Memory of the first and the last pipeline rank (docs/memory-model.md):
+  // model state, CUDA context and NCCL buffers, and the activations the
+  // schedule keeps in flight.
+  int64_t in_flight_layers_first = 0;
+  const int64_t chunk_layers = first_layers / v;
+  switch (plan.schedule) {
+    case scenario::GPIPE: in_flight_layers_first = m * first_layers; break;
+    case scenario::INTERLEAVED_1F1B: {
+      // Megatron-LM's warm-up on pipeline rank 0: (pp − 1)·2 + (v − 1)·pp
+      // model-chunk forwards, then one more before the first backward.
+      const int64_t chunks = std::min<int64_t>(m * v, (pp - 1) * 2 + (v - 1) * pp + 1);
+      in_flight_layers_first = chunks * chunk_layers;
+      break;
+    }
+    default: in_flight_layers_first = std::min<int64_t>(pp, m) * first_layers; break;
+  }
+  const int64_t communicators = rank_communicators(plan);
+  const double other = cuda_context_bytes_ + nccl_communicator_bytes_ * static_cast<double>(communicators);
+  const int64_t grad_bytes = f.grad_fp32 ? 4 : 2;
+  auto state = [&](int64_t params) {
+    const cost::ModelStateBytes st = cost::model_state_bytes(params, replicas, plan.distributed_optimizer, grad_bytes);
+    return static_cast<double>(st.weights.count() + st.gradients.count() + st.optimizer.count());
+  };
+  const double act_first = static_cast<double>(in_flight_layers_first) * static_cast<double>(f.layer_activation.count());
+  const double act_last = static_cast<double>(last_layers) * static_cast<double>(f.layer_activation.count());
+  const double first_params = static_cast<double>(pp == 1 ? stage_params : first_layers * f.layer_params + f.embedding_params);
+  const double bound_first = state(static_cast<int64_t>(first_params)) + other + act_first;
+  const double bound_last =
+      pp == 1 ? bound_first
+              : state(static_cast<int64_t>(last_layers) * f.layer_params + f.head_params) + other + act_last;
+  out.memory_lower_bound = Bytes(static_cast<int64_t>(std::max(bound_first, bound_last)));
+  const double head_act = static_cast<double>(f.head_activation.count());
+  // The estimate adds the allocator's reserve and the head's activations.
+  const double est_first = bound_first + fragmentation_ * act_first + (pp == 1 ? head_act : 0);
+  const double est_last = bound_last + fragmentation_ * act_last + head_act;
+  out.memory = Bytes(static_cast<int64_t>(std::max(est_first, est_last)));
+  return out;
+}
+
+}  // namespace lacuna::search

@@ -1,0 +1,401 @@
+#include "sim/search/search_run.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <mutex>
+#include <numeric>
+#include <set>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+#include <nlohmann/json.hpp>
+
+#include "sim/core/error.h"
+#include "sim/core/parallel_map.h"
+#include "sim/cost/memory_peak.h"
+#include "sim/parallel/work_split.h"
+#include "sim/placement/compile.h"
+#include "sim/placement/hetero_layouts.h"
+#include "sim/report/summary.h"
+#include "sim/run/simulation_input.h"
+#include "sim/run/simulation_run.h"
+
+namespace lacuna::search {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// Plans screened per work item: large enough that handing out items costs
+// nothing, small enough that threads and processes share the work evenly.
+constexpr size_t kScreenChunk = 4096;
+
+// One screened plan as it travels between processes (fixed size, memcpy).
+struct ScreenRecord {
+  int8_t fate = 0;
+  double iteration_s = 0, tokens_per_s = 0, mfu = 0, bubble_s = 0, exposed_comm_s = 0;
+  int64_t gpus = 0, memory = 0, memory_lower_bound = 0;
+};
+
+// Screens cache per-layer figures; threads borrow one each.
+class ScreenPool {
+ public:
+  explicit ScreenPool(const scenario::Scenario& base) : base_(base) {}
+  std::unique_ptr<Screen> take() {
+    std::lock_guard<std::mutex> hold(lock_);
+    if (free_.empty()) return std::make_unique<Screen>(base_);
+    std::unique_ptr<Screen> s = std::move(free_.back());
+    free_.pop_back();
+    return s;
+  }
+  void give(std::unique_ptr<Screen> s) {
+    std::lock_guard<std::mutex> hold(lock_);
+    free_.push_back(std::move(s));
+  }
+
+ private:
+  const scenario::Scenario& base_;
+  std::mutex lock_;
+  std::vector<std::unique_ptr<Screen>> free_;
+};
+
+std::string first_line(const std::string& text) {
+  const size_t nl = text.find('\n');
+  return nl == std::string::npos ? text : text.substr(0, nl);
+}
+
+// Compiles and simulates one plan the way `lacuna simulate --fold` would run
+// its scenario; the record is JSON. A plan the compiler rejects, or a run
+// that fails, gives a record with its problem: it never stops the search.
+std::string simulate_plan(const scenario::LoadedScenario& base, const Plan& plan, run::NetworkMode network) {
+  nlohmann::json j;
+  try {
+    scenario::LoadedScenario loaded = base;
+    loaded.spec = apply_plan(base.spec, plan);
+    // An LLM-only plan is checked as a file would be. A multimodal one is
+    // built the way `lacuna compare` builds each placement, whose builders
+    // check what the placement needs (the file's own placement rules would
+    // refuse, e.g., context parallelism under an OPTIMUS scenario).
+    if (plan.placement == Placement::kNone) scenario::validate_scenario(loaded.spec, loaded.locations);
+    const std::unique_ptr<cost::CostModel> cost =
+        run::make_cost_model(run::CalibrationChoice{}, loaded.spec.cluster(), loaded.spec.training().precision());
+    ir::Program program;
+    if (plan.placement == Placement::kHeteroColocated || plan.placement == Placement::kHeteroNonColocated) {
+      placement::HeteroChoice choice = placement::choose_heterogeneous(
+          loaded,
+          plan.placement == Placement::kHeteroColocated ? placement::HeteroMode::kColocated
+                                                        : placement::HeteroMode::kNonColocated,
+          *cost);
+      j["layout"] = choice.description;
+      program = std::move(choice.program);
+    } else if (plan.placement != Placement::kNone) {
+      program = placement::compile_as(loaded, placement_kind(plan.placement), *cost);
+    } else {
+      program = placement::compile(loaded, *cost);
+    }
+    run::RunSettings settings;
+    settings.fold = true;
+    settings.network = network;
+    run::SimulationRun run(program, *cost, settings);
+    const report::Summary s = run.run();
+    j["iteration_s"] = s.iteration_time.seconds();
+    j["tokens_per_s"] = s.tokens_per_s;
+    j["mfu"] = s.mfu;
+    j["gpus"] = s.num_gpus;
+    j["peak_memory_bytes"] = s.peak_memory.max;
+  } catch (const std::exception& e) {
+    j = nlohmann::json{{"problem", first_line(e.what())}};
+  }
+  return j.dump();
+}
+
+Simulated parse_simulated(const std::string& record) {
+  const nlohmann::json j = nlohmann::json::parse(record);
+  Simulated s;
+  if (j.contains("problem")) {
+    s.problem = j["problem"].get<std::string>();
+    return s;
+  }
+  s.iteration_s = j["iteration_s"].get<double>();
+  s.tokens_per_s = j["tokens_per_s"].get<double>();
+  s.mfu = j["mfu"].get<double>();
+  s.gpus = j["gpus"].get<int64_t>();
+  s.peak_memory_bytes = j["peak_memory_bytes"].get<int64_t>();
+  if (j.contains("layout")) s.layout = j["layout"].get<std::string>();
+  return s;
+}
+
+std::vector<double> ranks_of(const std::vector<double>& x) {
+  std::vector<size_t> order(x.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return x[a] < x[b]; });
+  std::vector<double> r(x.size());
+  for (size_t i = 0; i < order.size();) {
+    size_t j = i;
+    while (j + 1 < order.size() && x[order[j + 1]] == x[order[i]]) ++j;
+    const double average = (static_cast<double>(i) + static_cast<double>(j)) / 2.0 + 1.0;
+    for (size_t k = i; k <= j; ++k) r[order[k]] = average;
+    i = j + 1;
+  }
+  return r;
+}
+
+// The journal of finished simulations (--resume): a header naming the search,
+// then one line per candidate, "id<TAB>record".
+std::string journal_header(const SearchOptions& o, const scenario::Scenario& base) {
+  // Deterministic serialization: map fields in key order, so the same
+  // scenario gives the same header in every run.
+  std::string key;
+  {
+    google::protobuf::io::StringOutputStream stream(&key);
+    google::protobuf::io::CodedOutputStream coded(&stream);
+    coded.SetSerializationDeterministic(true);
+    base.SerializeToCodedStream(&coded);
+  }
+  for (const std::string& f : o.fixes) key += "\n--fix " + f;
+  if (o.gpus) key += fmt::format("\n--gpus {}..{}", o.gpus->lo, o.gpus->hi);
+  key += fmt::format("\n--max-memory-gb {}\n--network {}", o.max_memory_gb,
+                     o.network == run::NetworkMode::kFlow ? "flow" : "analytic");
+  uint64_t h = 1469598103934665603ull;  // FNV-1a
+  for (unsigned char c : key) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return fmt::format("lacuna-search-journal v1 {:016x}", h);
+}
+
+std::map<size_t, std::string> read_journal(const std::string& path, const std::string& header) {
+  std::map<size_t, std::string> out;
+  std::ifstream in(path);
+  if (!in) return out;
+  std::string line;
+  if (!std::getline(in, line)) return out;
+  if (line != header) {
+    throw Error(SourceLocation{path, 1, 0, {}}, "this journal belongs to another search (scenario or constraints differ)",
+                "remove it, or rerun without --resume");
+  }
+  while (std::getline(in, line)) {
+    const size_t tab = line.find('\t');
+    if (tab == std::string::npos) continue;  // a line cut short by the interruption
+    size_t id = 0;
+    try {
+      id = std::stoull(line.substr(0, tab));
+      (void)nlohmann::json::parse(line.substr(tab + 1));  // a complete record
+    } catch (const std::exception&) {
+      continue;
+    }
+    out[id] = line.substr(tab + 1);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::optional<double> spearman(const std::vector<double>& a, const std::vector<double>& b) {
+  if (a.size() != b.size() || a.size() < 3) return std::nullopt;
+  const std::vector<double> ra = ranks_of(a), rb = ranks_of(b);
+  const double n = static_cast<double>(a.size());
+  const double mean = (n + 1) / 2;
+  double sab = 0, saa = 0, sbb = 0;
+  for (size_t i = 0; i < ra.size(); ++i) {
+    sab += (ra[i] - mean) * (rb[i] - mean);
+    saa += (ra[i] - mean) * (ra[i] - mean);
+    sbb += (rb[i] - mean) * (rb[i] - mean);
+  }
+  if (saa == 0 || sbb == 0) return std::nullopt;
+  return sab / std::sqrt(saa * sbb);
+}
+
+SearchResult run_search(const SearchOptions& o, const parallel::World& world, const SearchProgress& progress) {
+  SearchResult result;
+  result.processes = world.size;
+  result.threads = resolve_jobs(o.jobs);
+  const auto t0 = Clock::now();
+  const scenario::LoadedScenario base = scenario::load_scenario(o.scenario, 1, o.edits);
+  result.scenario_name = base.spec.name();
+  result.gpus_per_node = base.spec.cluster().gpus_per_node();
+  result.gpu_count_free = o.gpus.has_value() && o.gpus->lo != o.gpus->hi;
+  if (o.gpus) result.constraints.push_back(fmt::format("--gpus {}..{}", o.gpus->lo, o.gpus->hi));
+  for (const std::string& f : o.fixes) result.constraints.push_back("--fix " + f);
+  if (o.max_memory_gb > 0) result.constraints.push_back(fmt::format("--max-memory-gb {}", o.max_memory_gb));
+  const int64_t hbm = cost::hbm_capacity_bytes(base.spec.cluster()).count();
+  result.memory_limit_bytes = o.max_memory_gb > 0 ? static_cast<int64_t>(o.max_memory_gb * 1e9) : hbm;
+  const int64_t limit = result.memory_limit_bytes > 0 ? result.memory_limit_bytes : INT64_MAX;
+
+  const std::vector<Placement> placements = scenario_placements(base);
+  const Dimensions dims = make_dimensions(base.spec, o.gpus, o.fixes, placements);
+  const std::vector<Plan> plans = enumerate_plans(base.spec, dims, result.constraints);
+  result.timings.enumerate_s = seconds_since(t0);
+
+  // Screen: validity, then the estimate and the memory limit.
+  const auto t1 = Clock::now();
+  const PlanShape shape = plan_shape(base.spec);
+  ScreenPool pool(base.spec);
+  const size_t chunks = (plans.size() + kScreenChunk - 1) / kScreenChunk;
+  std::vector<std::string> screened = parallel::map_items(
+      world, chunks, result.threads,
+      [&](size_t c) {
+        std::unique_ptr<Screen> screen = pool.take();
+        const size_t begin = c * kScreenChunk, end = std::min(plans.size(), begin + kScreenChunk);
+        std::string out((end - begin) * sizeof(ScreenRecord), '\0');
+        for (size_t i = begin; i < end; ++i) {
+          ScreenRecord r;
+          Fate fate = check_plan(shape, plans[i]);
+          if (fate == Fate::kScreened) {
+            const ScreenEstimate e = screen->estimate(plans[i]);
+            r.iteration_s = e.iteration_s;
+            r.tokens_per_s = e.tokens_per_s;
+            r.mfu = e.mfu;
+            r.bubble_s = e.bubble_s;
+            r.exposed_comm_s = e.exposed_comm_s;
+            r.gpus = e.gpus;
+            r.memory = e.memory.count();
+            r.memory_lower_bound = e.memory_lower_bound.count();
+            if (r.memory_lower_bound > limit) {
+              fate = Fate::kOverMemoryBound;
+            } else if (r.memory > limit) {
+              fate = Fate::kOverMemoryEstimate;
+            }
+          }
+          r.fate = static_cast<int8_t>(fate);
+          std::memcpy(out.data() + (i - begin) * sizeof(ScreenRecord), &r, sizeof r);
+        }
+        pool.give(std::move(screen));
+        return out;
+      },
+      {},
+      [&](size_t done, size_t owned, size_t, const std::string&) {
+        if (progress) progress("screen", done, owned, 0);
+      });
+  result.timings.screen_s = seconds_since(t1);
+
+  // The root decides which plans to simulate, and tells the others.
+  std::string chosen_text;
+  if (world.root()) {
+    result.candidates.resize(plans.size());
+    for (size_t c = 0; c < screened.size(); ++c) {
+      const size_t begin = c * kScreenChunk;
+      for (size_t k = 0; k * sizeof(ScreenRecord) < screened[c].size(); ++k) {
+        ScreenRecord r;
+        std::memcpy(&r, screened[c].data() + k * sizeof(ScreenRecord), sizeof r);
+        Candidate& cand = result.candidates[begin + k];
+        cand.plan = plans[begin + k];
+        cand.fate = static_cast<Fate>(r.fate);
+        if (!is_pruned(cand.fate) || cand.fate == Fate::kOverMemoryBound) {
+          ++result.timings.screened;
+          cand.screen.iteration_s = r.iteration_s;
+          cand.screen.tokens_per_s = r.tokens_per_s;
+          cand.screen.mfu = r.mfu;
+          cand.screen.bubble_s = r.bubble_s;
+          cand.screen.exposed_comm_s = r.exposed_comm_s;
+          cand.screen.gpus = r.gpus;
+          cand.screen.memory = Bytes(r.memory);
+          cand.screen.memory_lower_bound = Bytes(r.memory_lower_bound);
+        }
+      }
+    }
+    std::vector<size_t> pool_ids;
+    for (size_t i = 0; i < result.candidates.size(); ++i)
+      if (result.candidates[i].fate == Fate::kScreened) pool_ids.push_back(i);
+    std::stable_sort(pool_ids.begin(), pool_ids.end(), [&](size_t a, size_t b) {
+      return result.candidates[a].screen.tokens_per_s > result.candidates[b].screen.tokens_per_s;
+    });
+    pool_ids.resize(std::min<size_t>(pool_ids.size(), static_cast<size_t>(std::max(0, o.simulate_top))));
+    std::sort(pool_ids.begin(), pool_ids.end());
+    for (size_t id : pool_ids) chosen_text += std::to_string(id) + "\n";
+  }
+  screened.clear();
+  chosen_text = parallel::broadcast_from_root(world, chosen_text);
+  std::vector<size_t> chosen;
+  {
+    std::istringstream in(chosen_text);
+    for (size_t id; in >> id;) chosen.push_back(id);
+  }
+
+  // Simulate the chosen plans (those the journal does not already hold).
+  const auto t2 = Clock::now();
+  const std::string header = journal_header(o, base.spec);
+  std::map<size_t, std::string> journaled;
+  if (o.resume && !o.journal.empty()) journaled = read_journal(o.journal, header);
+  std::vector<size_t> to_run;
+  for (size_t id : chosen)
+    if (!journaled.count(id)) to_run.push_back(id);
+  std::unique_ptr<std::ofstream> journal;
+  std::mutex journal_lock;
+  if (!o.journal.empty()) {
+    // Each process keeps its own journal (the root's is the one named); a
+    // resumed search starts from the root's records and the others'.
+    const std::string path = world.size > 1 && !world.root() ? fmt::format("{}.{}", o.journal, world.rank) : o.journal;
+    const bool keep = o.resume && !journaled.empty();
+    journal = std::make_unique<std::ofstream>(path, keep ? std::ios::app : std::ios::trunc);
+    if (!*journal) throw Error(SourceLocation{path, 0, 0, {}}, "cannot write the search journal");
+    if (!keep) *journal << header << "\n" << std::flush;
+  }
+  std::vector<double> costs;
+  // A folded run's events grow with the microbatches and the layers per
+  // pipeline rank; the heterogeneous placements simulate several layouts
+  // while choosing one.
+  for (size_t id : to_run) {
+    const Plan& p = plans[id];
+    const double microbatches = static_cast<double>(shape.global_batch) / (double(p.micro_batch) * double(p.dp));
+    const bool hetero = p.placement == Placement::kHeteroColocated || p.placement == Placement::kHeteroNonColocated;
+    costs.push_back(microbatches * double(shape.layers) / double(p.pp) * (hetero ? 10.0 : 1.0));
+  }
+  double best = 0;
+  const std::vector<std::string> simulated = parallel::map_items(
+      world, to_run.size(), result.threads,
+      [&](size_t k) {
+        std::string record = simulate_plan(base, plans[to_run[k]], o.network);
+        if (journal) {
+          std::lock_guard<std::mutex> hold(journal_lock);
+          *journal << to_run[k] << "\t" << record << "\n" << std::flush;
+        }
+        return record;
+      },
+      costs,
+      [&](size_t done, size_t owned, size_t, const std::string& record) {
+        const nlohmann::json j = nlohmann::json::parse(record);
+        if (j.contains("tokens_per_s")) best = std::max(best, j["tokens_per_s"].get<double>());
+        if (progress) progress("simulate", done, owned, best);
+      });
+  result.timings.simulate_s = seconds_since(t2);
+  if (!world.root()) return result;
+
+  for (size_t k = 0; k < to_run.size(); ++k) journaled[to_run[k]] = simulated[k];
+  std::set<size_t> fresh(to_run.begin(), to_run.end());
+  for (size_t id : chosen) {
+    Candidate& c = result.candidates[id];
+    Simulated s = parse_simulated(journaled.at(id));
+    s.resumed = !fresh.count(id);
+    if (!s.problem.empty()) {
+      c.fate = Fate::kCompileFailed;
+    } else {
+      c.fate = s.peak_memory_bytes > limit ? Fate::kOverMemoryCompiled : Fate::kSimulated;
+      result.ranking.push_back(id);
+    }
+    c.simulated = std::move(s);
+  }
+  std::stable_sort(result.ranking.begin(), result.ranking.end(), [&](size_t a, size_t b) {
+    const auto& x = *result.candidates[a].simulated;
+    const auto& y = *result.candidates[b].simulated;
+    const bool fx = result.candidates[a].fate == Fate::kSimulated, fy = result.candidates[b].fate == Fate::kSimulated;
+    if (fx != fy) return fx;  // plans that fit first
+    return x.tokens_per_s > y.tokens_per_s;
+  });
+  std::vector<double> screen_tps, sim_tps;
+  for (size_t id : result.ranking) {
+    screen_tps.push_back(result.candidates[id].screen.tokens_per_s);
+    sim_tps.push_back(result.candidates[id].simulated->tokens_per_s);
+  }
+  result.rank_correlation = spearman(screen_tps, sim_tps);
+  for (const Candidate& c : result.candidates) ++result.fate_counts[static_cast<size_t>(c.fate)];
+  return result;
+}
+
+}  // namespace lacuna::search

@@ -1,0 +1,49 @@
+// Small scenarios for the search tests: the shipped GPT 1.3B scenario with a
+// random model and batch, reset to a plan every shape accepts (tp 1, no
+// pipeline, all GPUs data-parallel) so that validate_scenario passes.
+#pragma once
+
+#include <random>
+#include <string>
+
+#include "sim/scenario/scenario.h"
+
+namespace lacuna::search::testing {
+
+inline scenario::LoadedScenario gpt_small() {
+  return scenario::load_scenario(std::string(LACUNA_SOURCE_DIR) + "/scenarios/llm/gpt-1.3b-8gpu.pbtxt");
+}
+
+// A random small model on 1 or 2 nodes; validated.
+inline scenario::LoadedScenario random_small(std::mt19937_64& rng) {
+  scenario::LoadedScenario s = gpt_small();
+  auto pick = [&](std::initializer_list<int64_t> xs) { return *(xs.begin() + rng() % xs.size()); };
+  auto* m = s.spec.mutable_model()->mutable_llm();
+  const int64_t heads = pick({4, 6, 8, 12, 16});
+  m->set_num_layers(pick({2, 3, 4, 6, 8, 12}));
+  m->set_num_attention_heads(heads);
+  m->set_num_kv_heads(pick({1, 2}) == 1 ? heads : heads / 2);
+  m->set_hidden_size(heads * 64);
+  m->set_ffn_hidden_size(heads * 64 * pick({3, 4}));
+  m->set_seq_length(pick({128, 192, 256, 512}));
+  m->set_vocab_size(pick({1024, 4096}));
+  const int64_t nodes = pick({1, 2});
+  s.spec.mutable_cluster()->set_num_nodes(nodes);
+  auto* p = s.spec.mutable_parallel();
+  p->set_tp(1);
+  p->set_sequence_parallel(false);
+  p->set_cp(1);
+  p->set_pp(1);
+  p->set_virtual_stages(1);
+  p->set_dp(nodes * s.spec.cluster().gpus_per_node());
+  p->set_distributed_optimizer(false);
+  p->set_overlap_grad_reduce(false);
+  p->set_overlap_param_gather(false);
+  s.spec.mutable_schedule()->set_kind(scenario::ONE_F_ONE_B);
+  s.spec.mutable_training()->set_global_batch(p->dp() * pick({1, 2, 3, 4}));
+  s.spec.mutable_training()->set_micro_batch(1);
+  scenario::validate_scenario(s.spec, s.locations);
+  return s;
+}
+
+}  // namespace lacuna::search::testing
