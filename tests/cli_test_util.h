@@ -17,8 +17,9 @@ struct CommandResult {
   std::string output;  // stdout and stderr together
 };
 
-inline CommandResult run_lacuna(const std::string& args) {
-  const std::string cmd = std::string(LACUNA_BINARY) + " " + args + " 2>&1";
+// A shell command's exit code and output (stdout and stderr together when
+// the command redirects them).
+inline CommandResult run_command(const std::string& cmd) {
   CommandResult r;
   std::FILE* p = ::popen(cmd.c_str(), "r");
   if (p == nullptr) return r;
@@ -28,6 +29,10 @@ inline CommandResult run_lacuna(const std::string& args) {
   const int status = ::pclose(p);
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
+}
+
+inline CommandResult run_lacuna(const std::string& args) {
+  return run_command(std::string(LACUNA_BINARY) + " " + args + " 2>&1");
 }
 
 // Why `mpirun` cannot run lacuna here ("" when it can): a build without MPI,
@@ -46,17 +51,8 @@ inline std::string mpi_unavailable() {
 // `mpirun -np N lacuna ARGS` on this host (as root too, more processes than
 // cores allowed), stdout and stderr together.
 inline CommandResult run_lacuna_mpi(int processes, const std::string& args) {
-  const std::string cmd = "mpirun --allow-run-as-root --oversubscribe -np " + std::to_string(processes) + " " +
-                          std::string(LACUNA_BINARY) + " " + args + " 2>&1";
-  CommandResult r;
-  std::FILE* p = ::popen(cmd.c_str(), "r");
-  if (p == nullptr) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
-  const int status = ::pclose(p);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+  return run_command("mpirun --allow-run-as-root --oversubscribe -np " + std::to_string(processes) + " " +
+                     std::string(LACUNA_BINARY) + " " + args + " 2>&1");
 }
 
 inline std::string read_file(const std::filesystem::path& p) {

@@ -58,7 +58,7 @@ TEST(SearchE2E, SummaryOnlyPrintsOneJsonDocumentAndWritesNothing) {
   EXPECT_EQ(j["scenario"], "gpt-1.3b-8gpu");
   EXPECT_FALSE(j.contains("candidates"));
   EXPECT_EQ(j["fates"]["simulated"].get<int>() + j["fates"]["over-memory-compiled"].get<int>() +
-                j["fates"]["compile-failed"].get<int>(),
+                j["fates"]["compile-failed"].get<int>() + j["fates"]["over-gpu-budget"].get<int>(),
             8);
   EXPECT_GE(j["top"].size(), 1u);
   EXPECT_FALSE(std::filesystem::exists(dir.path() / "out" / "gpt-1.3b-8gpu.search.csv"));

@@ -11,6 +11,7 @@ std::string_view fate_key(Fate f) {
     case Fate::kSimulated: return "simulated";
     case Fate::kScreened: return "screened";
     case Fate::kOverMemoryEstimate: return "over-memory-estimate";
+    case Fate::kOverGpuBudget: return "over-gpu-budget";
     case Fate::kTpHeads: return "tp-heads";
     case Fate::kCpSequence: return "cp-sequence";
     case Fate::kSpSequence: return "sp-sequence";
@@ -32,6 +33,7 @@ std::string_view fate_text(Fate f) {
     case Fate::kSimulated: return "simulated (folded, flow network)";
     case Fate::kScreened: return "valid, ranked by the screen only";
     case Fate::kOverMemoryEstimate: return "valid, but the screen's memory estimate is over the limit";
+    case Fate::kOverGpuBudget: return "valid, but with its encoder GPUs it needs more than the GPU budget";
     case Fate::kTpHeads: return "tp does not divide the attention heads, kv heads or FFN size";
     case Fate::kCpSequence: return "2·cp does not divide the sequence";
     case Fate::kSpSequence: return "sequence parallelism: tp does not divide the tokens per CP rank";
@@ -62,8 +64,10 @@ PlanShape plan_shape(const scenario::Scenario& base) {
   return s;
 }
 
-bool is_pruned(Fate f) { return f != Fate::kSimulated && f != Fate::kScreened && f != Fate::kOverMemoryEstimate &&
-                                f != Fate::kCompileFailed && f != Fate::kOverMemoryCompiled; }
+bool is_pruned(Fate f) {
+  return f != Fate::kSimulated && f != Fate::kScreened && f != Fate::kOverMemoryEstimate && f != Fate::kOverGpuBudget &&
+         f != Fate::kCompileFailed && f != Fate::kOverMemoryCompiled;
+}
 
 Fate check_plan(const PlanShape& s, const Plan& p) {
   // validate_consistency.cpp, check_tensor_and_context.

@@ -20,6 +20,7 @@ enum class Fate : int8_t {
   kSimulated = 0,           // compiled and simulated (folded, flow network)
   kScreened,                // valid, fits the memory bound; not among the best K by the screen
   kOverMemoryEstimate,      // valid, but the screen's memory estimate is over the limit: not simulated
+  kOverGpuBudget,           // valid, but with its encoder island it needs more GPUs than the budget
   kTpHeads,                 // tp does not divide attention heads, kv heads or ffn_hidden_size
   kCpSequence,              // 2·cp does not divide seq_length
   kSpSequence,              // sequence parallelism: tp does not divide seq_length / cp
@@ -33,7 +34,7 @@ enum class Fate : int8_t {
   kCompileFailed,           // chosen for simulation, but rejected while compiling (reason in the CSV)
   kOverMemoryCompiled,      // simulated, but the compiled program's peak is over the limit
 };
-inline constexpr int kNumFates = 15;
+inline constexpr int kNumFates = 16;
 std::string_view fate_key(Fate f);    // "simulated", "tp-heads", ... (CSV)
 std::string_view fate_text(Fate f);   // one line for the summary
 

@@ -63,6 +63,7 @@ class Screen {
   double peak_flops_ = 0;
   double model_flops_ = 0;     // LLM, per iteration
   double encoder_flops_ = 0;   // all encoders, per iteration
+  double encoder_trained_params_ = 0, encoder_frozen_params_ = 0;
   double gemm_efficiency_ = 1;
   bool grad_reduce_fp32_ = false;
   double cuda_context_bytes_ = 0, nccl_communicator_bytes_ = 0, fragmentation_ = 0;

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <limits>
+#include <string_view>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -29,10 +31,6 @@ const char* schedule_name(scenario::ScheduleKind k) {
   }
 }
 
-// Numbers as text the same way everywhere (CSV, JSON rows): 6 significant
-// digits, or empty when absent.
-std::string num(double v) { return fmt::format("{:.6g}", v); }
-
 const std::vector<std::string>& columns() {
   static const std::vector<std::string> c = {
       "id", "num_nodes", "gpus", "tp", "sequence_parallel", "cp", "pp", "layer_split", "last_stage_layers",
@@ -43,39 +41,71 @@ const std::vector<std::string>& columns() {
   return c;
 }
 
-// One candidate's row, every field as text (the CSV quotes the note).
-std::vector<std::string> row(const SearchResult& r, size_t id, const std::vector<int64_t>& rank_of) {
+// One candidate's row, field by field in `columns()` order, each handed to
+// `emit` as text: the CSV quotes and joins them, the JSON collects them. No
+// per-row containers: a search writes hundreds of thousands of rows.
+template <class Emit>
+void for_each_field(const SearchResult& r, size_t id, const std::vector<int64_t>& rank_of, Emit&& emit) {
   const Candidate& c = r.candidates[id];
   const Plan& p = c.plan;
-  const bool screened = c.screen.iteration_s > 0;
-  std::vector<std::string> out = {
-      std::to_string(id), std::to_string(p.num_nodes), std::to_string(p.gpus(r.gpus_per_node)), std::to_string(p.tp),
-      p.sequence_parallel ? "true" : "false", std::to_string(p.cp), std::to_string(p.pp),
-      p.split == LayerSplit::kEven ? "even" : "light-last",
-      p.split == LayerSplit::kEven ? "" : std::to_string(p.last_stage_layers), std::to_string(p.virtual_stages),
-      std::to_string(p.dp), std::to_string(p.micro_batch), recompute_name(p.recompute),
-      p.distributed_optimizer ? "true" : "false", p.dp_overlap ? "true" : "false", p.tp_comm_overlap ? "true" : "false",
-      p.pp > 1 ? (p.p2p_overlapped ? "overlapped" : "blocking") : "", schedule_name(p.schedule),
-      placement_name(p.placement), std::string(fate_key(c.fate))};
-  if (screened) {
+  fmt::memory_buffer buf;
+  auto integer = [&](int64_t v) {
+    buf.clear();
+    fmt::format_to(std::back_inserter(buf), "{}", v);
+    emit(std::string_view(buf.data(), buf.size()));
+  };
+  auto number = [&](double v) {
+    buf.clear();
+    fmt::format_to(std::back_inserter(buf), "{:.6g}", v);
+    emit(std::string_view(buf.data(), buf.size()));
+  };
+  auto flag = [&](bool v) { emit(v ? "true" : "false"); };
+  integer(static_cast<int64_t>(id));
+  integer(p.num_nodes);
+  integer(p.gpus(r.gpus_per_node));
+  integer(p.tp);
+  flag(p.sequence_parallel);
+  integer(p.cp);
+  integer(p.pp);
+  emit(p.split == LayerSplit::kEven ? "even" : "light-last");
+  if (p.split == LayerSplit::kEven) {
+    emit("");
+  } else {
+    integer(p.last_stage_layers);
+  }
+  integer(p.virtual_stages);
+  integer(p.dp);
+  integer(p.micro_batch);
+  emit(recompute_name(p.recompute));
+  flag(p.distributed_optimizer);
+  flag(p.dp_overlap);
+  flag(p.tp_comm_overlap);
+  emit(p.pp > 1 ? (p.p2p_overlapped ? "overlapped" : "blocking") : "");
+  emit(schedule_name(p.schedule));
+  emit(placement_name(p.placement));
+  emit(fate_key(c.fate));
+  if (c.screen.iteration_s > 0) {
     for (double v : {c.screen.iteration_s, c.screen.tokens_per_s, c.screen.mfu, c.screen.memory.gb(),
                      c.screen.memory_lower_bound.gb(), c.screen.bubble_s, c.screen.exposed_comm_s})
-      out.push_back(num(v));
+      number(v);
   } else {
-    out.insert(out.end(), 7, "");
+    for (int k = 0; k < 7; ++k) emit("");
   }
   if (c.simulated && c.simulated->problem.empty()) {
-    const Simulated& s = *c.simulated;
-    for (double v : {s.iteration_s, s.tokens_per_s, s.mfu, static_cast<double>(s.peak_memory_bytes) * 1e-9})
-      out.push_back(num(v));
-    out.push_back(std::to_string(s.gpus));
-    out.push_back(rank_of[id] > 0 ? std::to_string(rank_of[id]) : "");
-    out.push_back(s.layout);
+    const Simulated& sim = *c.simulated;
+    for (double v : {sim.iteration_s, sim.tokens_per_s, sim.mfu, static_cast<double>(sim.peak_memory_bytes) * 1e-9})
+      number(v);
+    integer(sim.gpus);
+    if (rank_of[id] > 0) {
+      integer(rank_of[id]);
+    } else {
+      emit("");
+    }
+    emit(sim.layout);
   } else {
-    out.insert(out.end(), 6, "");
-    out.push_back(c.simulated ? c.simulated->problem : "");
+    for (int k = 0; k < 6; ++k) emit("");
+    emit(c.simulated ? std::string_view(c.simulated->problem) : std::string_view());
   }
-  return out;
 }
 
 std::vector<int64_t> ranks(const SearchResult& r) {
@@ -84,14 +114,17 @@ std::vector<int64_t> ranks(const SearchResult& r) {
   return rank_of;
 }
 
-std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
-  std::string out = "\"";
+void append_csv_field(std::string& out, std::string_view s) {
+  if (s.find_first_of(",\"\n") == std::string_view::npos) {
+    out.append(s);
+    return;
+  }
+  out += '"';
   for (char c : s) {
     if (c == '"') out += '"';
     out += c;
   }
-  return out + "\"";
+  out += '"';
 }
 
 nlohmann::json plan_json(const SearchResult& r, size_t id) {
@@ -164,7 +197,8 @@ std::string format_search(const SearchResult& r, size_t n) {
     out += " under";
     for (const std::string& c : r.constraints) out += " " + c;
   }
-  out += fmt::format("; memory limit {:.1f} GB per GPU\n\n", static_cast<double>(r.memory_limit_bytes) * 1e-9);
+  out += fmt::format("; memory limit {:.1f} GB per GPU, at most {} GPUs\n\n",
+                     static_cast<double>(r.memory_limit_bytes) * 1e-9, r.gpu_budget);
   out += "| fate | plans | what it means |\n|---|---|---|\n";
   for (int f = 0; f < kNumFates; ++f) {
     if (r.fate_counts[static_cast<size_t>(f)] == 0) continue;
@@ -195,8 +229,8 @@ std::string format_search(const SearchResult& r, size_t n) {
     const size_t id = r.ranking[k];
     const Candidate& c = r.candidates[id];
     const Simulated& s = *c.simulated;
-    out += fmt::format("| {} | {} | {} | {} | {:.3f} | {:.0f} | {:.1f} % | {:.1f}{} | {:.0f} | {} |\n", k + 1, id,
-                       describe(c.plan), s.gpus, s.iteration_s, s.tokens_per_s, s.mfu * 100,
+    out += fmt::format("| {} | {} | {} | {}{} | {:.3f} | {:.0f} | {:.1f} % | {:.1f}{} | {:.0f} | {} |\n", k + 1, id,
+                       describe(c.plan), s.gpus, c.fate == Fate::kOverGpuBudget ? " (over)" : "", s.iteration_s, s.tokens_per_s, s.mfu * 100,
                        static_cast<double>(s.peak_memory_bytes) * 1e-9,
                        c.fate == Fate::kOverMemoryCompiled ? " (over)" : "", c.screen.tokens_per_s, screen_rank[id]);
   }
@@ -210,12 +244,14 @@ std::string search_csv(const SearchResult& r) {
   for (size_t i = 0; i < cols.size(); ++i) out += (i ? "," : "") + cols[i];
   out += "\n";
   const std::vector<int64_t> rank_of = ranks(r);
+  out.reserve(out.size() + r.candidates.size() * 160);
   for (size_t id = 0; id < r.candidates.size(); ++id) {
-    const std::vector<std::string> fields = row(r, id, rank_of);
-    for (size_t i = 0; i < fields.size(); ++i) {
-      if (i) out += ',';
-      out += csv_field(fields[i]);
-    }
+    bool first = true;
+    for_each_field(r, id, rank_of, [&](std::string_view field) {
+      if (!first) out += ',';
+      first = false;
+      append_csv_field(out, field);
+    });
     out += '\n';
   }
   return out;
@@ -226,6 +262,7 @@ std::string search_json(const SearchResult& r, size_t n, bool summary_only) {
   j["scenario"] = r.scenario_name;
   j["constraints"] = r.constraints;
   j["memory_limit_gb"] = static_cast<double>(r.memory_limit_bytes) * 1e-9;
+  j["gpu_budget"] = r.gpu_budget;
   j["candidates_total"] = r.candidates.size();
   nlohmann::json counts = nlohmann::json::object();
   for (int f = 0; f < kNumFates; ++f) counts[std::string(fate_key(static_cast<Fate>(f)))] = r.fate_counts[static_cast<size_t>(f)];
@@ -241,7 +278,11 @@ std::string search_json(const SearchResult& r, size_t n, bool summary_only) {
     j["columns"] = columns();
     nlohmann::json rows = nlohmann::json::array();
     const std::vector<int64_t> rank_of = ranks(r);
-    for (size_t id = 0; id < r.candidates.size(); ++id) rows.push_back(row(r, id, rank_of));
+    for (size_t id = 0; id < r.candidates.size(); ++id) {
+      nlohmann::json row = nlohmann::json::array();
+      for_each_field(r, id, rank_of, [&](std::string_view field) { row.push_back(std::string(field)); });
+      rows.push_back(std::move(row));
+    }
     j["candidates"] = rows;
   }
   return j.dump(1) + "\n";

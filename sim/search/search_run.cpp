@@ -227,6 +227,10 @@ SearchResult run_search(const SearchOptions& o, const parallel::World& world, co
   const int64_t hbm = cost::hbm_capacity_bytes(base.spec.cluster()).count();
   result.memory_limit_bytes = o.max_memory_gb > 0 ? static_cast<int64_t>(o.max_memory_gb * 1e9) : hbm;
   const int64_t limit = result.memory_limit_bytes > 0 ? result.memory_limit_bytes : INT64_MAX;
+  // Placements that put the encoder on GPUs of its own (non-colocated
+  // islands, derived on top of the LLM's nodes) must still fit the budget.
+  result.gpu_budget = o.gpus ? o.gpus->hi : scenario::num_gpus(base.spec);
+  const int64_t budget = result.gpu_budget;
 
   const std::vector<Placement> placements = scenario_placements(base);
   const Dimensions dims = make_dimensions(base.spec, o.gpus, o.fixes, placements);
@@ -261,6 +265,8 @@ SearchResult run_search(const SearchOptions& o, const parallel::World& world, co
               fate = Fate::kOverMemoryBound;
             } else if (r.memory > limit) {
               fate = Fate::kOverMemoryEstimate;
+            } else if (r.gpus > budget) {
+              fate = Fate::kOverGpuBudget;
             }
           }
           r.fate = static_cast<int8_t>(fate);
@@ -287,7 +293,7 @@ SearchResult run_search(const SearchOptions& o, const parallel::World& world, co
         Candidate& cand = result.candidates[begin + k];
         cand.plan = plans[begin + k];
         cand.fate = static_cast<Fate>(r.fate);
-        if (!is_pruned(cand.fate) || cand.fate == Fate::kOverMemoryBound) {
+        if (!is_pruned(cand.fate) || cand.fate == Fate::kOverMemoryBound) {  // the screen ran
           ++result.timings.screened;
           cand.screen.iteration_s = r.iteration_s;
           cand.screen.tokens_per_s = r.tokens_per_s;
@@ -321,31 +327,38 @@ SearchResult run_search(const SearchOptions& o, const parallel::World& world, co
   // Simulate the chosen plans (those the journal does not already hold).
   const auto t2 = Clock::now();
   const std::string header = journal_header(o, base.spec);
+  // Each process keeps its own journal (the root's is the one named, the
+  // others add ".<rank>"); a resumed search reads them all, so every process
+  // skips the same plans.
+  auto journal_of = [&](int rank) { return rank == 0 ? o.journal : fmt::format("{}.{}", o.journal, rank); };
   std::map<size_t, std::string> journaled;
-  if (o.resume && !o.journal.empty()) journaled = read_journal(o.journal, header);
+  if (o.resume && !o.journal.empty()) {
+    for (int rank = 0; rank < world.size; ++rank) journaled.merge(read_journal(journal_of(rank), header));
+  }
   std::vector<size_t> to_run;
   for (size_t id : chosen)
     if (!journaled.count(id)) to_run.push_back(id);
   std::unique_ptr<std::ofstream> journal;
   std::mutex journal_lock;
   if (!o.journal.empty()) {
-    // Each process keeps its own journal (the root's is the one named); a
-    // resumed search starts from the root's records and the others'.
-    const std::string path = world.size > 1 && !world.root() ? fmt::format("{}.{}", o.journal, world.rank) : o.journal;
-    const bool keep = o.resume && !journaled.empty();
+    const std::string path = journal_of(world.rank);
+    // Appended to when resuming a journal of this search (read_journal
+    // refused any other); else started afresh.
+    const bool keep = o.resume && std::ifstream(path).good();
     journal = std::make_unique<std::ofstream>(path, keep ? std::ios::app : std::ios::trunc);
     if (!*journal) throw Error(SourceLocation{path, 0, 0, {}}, "cannot write the search journal");
-    if (!keep) *journal << header << "\n" << std::flush;
+    // A new line first: the interrupted run may have cut its last record short.
+    *journal << (keep ? "\n" : header + "\n") << std::flush;
   }
   std::vector<double> costs;
-  // A folded run's events grow with the microbatches and the layers per
-  // pipeline rank; the heterogeneous placements simulate several layouts
-  // while choosing one.
+  // A folded run simulates one rank per pipeline stage, so its events grow
+  // with the microbatches times all the layers; the heterogeneous
+  // placements simulate several layouts while choosing one.
   for (size_t id : to_run) {
     const Plan& p = plans[id];
     const double microbatches = static_cast<double>(shape.global_batch) / (double(p.micro_batch) * double(p.dp));
     const bool hetero = p.placement == Placement::kHeteroColocated || p.placement == Placement::kHeteroNonColocated;
-    costs.push_back(microbatches * double(shape.layers) / double(p.pp) * (hetero ? 10.0 : 1.0));
+    costs.push_back(microbatches * double(shape.layers) * (hetero ? 10.0 : 1.0));
   }
   double best = 0;
   const std::vector<std::string> simulated = parallel::map_items(
@@ -376,10 +389,12 @@ SearchResult run_search(const SearchOptions& o, const parallel::World& world, co
     if (!s.problem.empty()) {
       c.fate = Fate::kCompileFailed;
     } else {
-      c.fate = s.peak_memory_bytes > limit ? Fate::kOverMemoryCompiled : Fate::kSimulated;
+      c.fate = s.peak_memory_bytes > limit ? Fate::kOverMemoryCompiled
+               : s.gpus > budget           ? Fate::kOverGpuBudget
+                                           : Fate::kSimulated;
       result.ranking.push_back(id);
     }
-    c.simulated = std::move(s);
+    c.simulated = std::make_shared<const Simulated>(std::move(s));
   }
   std::stable_sort(result.ranking.begin(), result.ranking.end(), [&](size_t a, size_t b) {
     const auto& x = *result.candidates[a].simulated;

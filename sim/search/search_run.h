@@ -10,6 +10,7 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -53,7 +54,9 @@ struct Candidate {
   Plan plan;
   Fate fate = Fate::kScreened;
   ScreenEstimate screen;             // zero for plans pruned before the screen
-  std::optional<Simulated> simulated;
+  // Set for the simulated plans only (a few of millions): held out of line
+  // so that a candidate stays small.
+  std::shared_ptr<const Simulated> simulated;
 };
 
 struct SearchTimings {
@@ -65,6 +68,7 @@ struct SearchResult {
   std::string scenario_name;
   int64_t gpus_per_node = 0;
   int64_t memory_limit_bytes = 0;
+  int64_t gpu_budget = 0;                    // the most GPUs a plan may use: --gpus HI, else the scenario's
   bool gpu_count_free = false;
   std::vector<std::string> constraints;      // as given, for the outputs
   std::vector<Candidate> candidates;         // id order

@@ -72,12 +72,6 @@ std::string best_text(const sweep::Grid& grid, size_t point, double mfu) {
 }
 
 int run_sweep(const SweepOptions& o, const parallel::World& world) {
-  if (parallel::launched_by_mpi() && !parallel::built_with_mpi()) {
-    throw Error(SourceLocation{"lacuna sweep", 0, 0, {}},
-                "started by an MPI launcher, but this lacuna was built without MPI: every process would run the "
-                "whole sweep and write the same files",
-                "run it without mpirun/srun, or build with MPI (libopenmpi-dev, cmake -DLACUNA_MPI=ON)");
-  }
   sweep::SweepSettings settings = o.settings;
   settings.scenario = o.scenario;
   const sweep::Grid grid = sweep::make_grid(o.sets, o.zip);

@@ -50,6 +50,12 @@ int run(int argc, char** argv) {
   // Under mpirun, only the commands that split their work over the MPI
   // processes may run: any other would run K times and write the same files.
   const lacuna::parallel::World world = lacuna::parallel::world();
+  if (lacuna::parallel::launched_by_mpi() && !lacuna::parallel::built_with_mpi()) {
+    throw lacuna::Error(lacuna::SourceLocation{"mpirun", 0, 0, {}},
+                        "started by an MPI launcher, but this lacuna was built without MPI: every process would "
+                        "run the whole command and write the same files",
+                        "run it without mpirun/srun, or build with MPI (libopenmpi-dev; cmake -DLACUNA_MPI=ON)");
+  }
   if (world.size > 1) {
     const std::string name = app.get_subcommands().empty() ? "" : app.get_subcommands().front()->get_name();
     if (name != "search" && name != "sweep") {
