@@ -99,11 +99,15 @@ int run_search_command(SearchCliOptions o) {
   } else {
     fmt::print("{}", search::format_search(result, o.top));
     const double screen_rate = result.timings.screen_s > 0 ? static_cast<double>(result.candidates.size()) / result.timings.screen_s : 0;
+    size_t resumed = 0;
+    for (const search::Candidate& c : result.candidates) resumed += c.simulated && c.simulated->resumed;
     fmt::print("\nTime: enumerate {:.2f} s, screen {:.2f} s ({} plans, {:.0f} plans/s on {} process{} × {} thread{}), "
-               "simulate {:.2f} s\n",
+               "simulate {:.2f} s{}\n",
                result.timings.enumerate_s, result.timings.screen_s, result.candidates.size(), screen_rate,
                result.processes, result.processes == 1 ? "" : "es", result.threads, result.threads == 1 ? "" : "s",
-               result.timings.simulate_s);
+               result.timings.simulate_s,
+               resumed > 0 ? fmt::format(" ({} simulations taken from the journal of an interrupted run)", resumed)
+                           : std::string());
   }
   if (!o.csv.empty()) write_file_atomically(o.csv, search::search_csv(result));
   if (!o.json.empty()) write_file_atomically(o.json, search::search_json(result, o.top, false));
