@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "sim/report/csv.h"
 #include "sim/report/svg_util.h"
 
 namespace lacuna::search {
@@ -114,17 +115,14 @@ std::vector<int64_t> ranks(const SearchResult& r) {
   return rank_of;
 }
 
+// Most fields are numbers and keywords that need no quoting; the rest go
+// through the one RFC 4180 quoting every lacuna CSV uses.
 void append_csv_field(std::string& out, std::string_view s) {
-  if (s.find_first_of(",\"\n") == std::string_view::npos) {
+  if (s.find_first_of(",\"\r\n ") == std::string_view::npos) {
     out.append(s);
-    return;
+  } else {
+    out += report::csv::field(s);
   }
-  out += '"';
-  for (char c : s) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  out += '"';
 }
 
 nlohmann::json plan_json(const SearchResult& r, size_t id) {
