@@ -1,16 +1,15 @@
 #include "sim/parallel/work_split.h"
 
 #include <algorithm>
-#include <atomic>
 #include <climits>
 #include <cstdint>
 #include <cstring>
 #include <exception>
 #include <mutex>
 #include <numeric>
-#include <thread>
 
 #include "sim/core/error.h"
+#include "sim/core/parallel_map.h"
 
 #ifdef LACUNA_WITH_MPI
 #include <mpi.h>
@@ -46,40 +45,40 @@ struct LocalResults {
   size_t first_failure = SIZE_MAX;  // position in `items`
 };
 
+// This process's items on `jobs` threads: the shared pool of
+// sim/core/parallel_map.h, each item's failure kept beside it (the gather
+// reports the lowest failing index across processes, not this process's).
 LocalResults run_local(const std::vector<size_t>& items, int jobs,
                        const std::function<std::string(size_t)>& item, const ItemDone& done) {
-  LocalResults out;
-  out.items = items;
-  out.records.resize(items.size());
-  out.errors.resize(items.size());
-  std::atomic<size_t> next{0};
+  struct Outcome {
+    std::string record;
+    std::exception_ptr error;
+  };
   std::mutex lock;
   size_t finished = 0;
-  auto worker = [&] {
-    for (size_t k = next.fetch_add(1); k < items.size(); k = next.fetch_add(1)) {
-      try {
-        out.records[k] = item(items[k]);
-      } catch (...) {
-        out.errors[k] = std::current_exception();
-        continue;
-      }
-      if (done) {
-        std::lock_guard<std::mutex> hold(lock);
-        ++finished;
-        done(finished, items.size(), items[k], out.records[k]);
-      }
+  std::vector<Outcome> outcomes = parallel_map(items.size(), jobs, [&](size_t k) {
+    Outcome o;
+    try {
+      o.record = item(items[k]);
+    } catch (...) {
+      o.error = std::current_exception();
+      return o;
     }
-  };
-  const size_t threads = std::min<size_t>(items.size(), static_cast<size_t>(std::max(1, jobs)));
-  std::vector<std::thread> pool;
-  for (size_t t = 1; t < threads; ++t) pool.emplace_back(worker);
-  worker();
-  for (std::thread& t : pool) t.join();
-  for (size_t k = 0; k < items.size(); ++k) {
-    if (out.errors[k]) {
-      out.first_failure = k;
-      break;
+    if (done) {
+      std::lock_guard<std::mutex> hold(lock);
+      ++finished;
+      done(finished, items.size(), items[k], o.record);
     }
+    return o;
+  });
+  LocalResults out;
+  out.items = items;
+  out.records.reserve(items.size());
+  out.errors.reserve(items.size());
+  for (size_t k = 0; k < outcomes.size(); ++k) {
+    out.records.push_back(std::move(outcomes[k].record));
+    out.errors.push_back(outcomes[k].error);
+    if (outcomes[k].error && out.first_failure == SIZE_MAX) out.first_failure = k;
   }
   return out;
 }

@@ -212,7 +212,6 @@ std::string format_search(const SearchResult& r, size_t n) {
                        r.ranking.size());
   }
   if (r.ranking.empty()) return out + "No plan was simulated.\n";
-  const std::vector<int64_t> rank_of = ranks(r);
   std::vector<size_t> by_screen = r.ranking;
   std::stable_sort(by_screen.begin(), by_screen.end(), [&](size_t a, size_t b) {
     return r.candidates[a].screen.tokens_per_s > r.candidates[b].screen.tokens_per_s;
@@ -232,7 +231,6 @@ std::string format_search(const SearchResult& r, size_t n) {
                        static_cast<double>(s.peak_memory_bytes) * 1e-9,
                        c.fate == Fate::kOverMemoryCompiled ? " (over)" : "", c.screen.tokens_per_s, screen_rank[id]);
   }
-  (void)rank_of;
   return out;
 }
 
