@@ -21,6 +21,7 @@ constexpr std::array<StreamSpec, static_cast<size_t>(StreamId::kCount)> kStreams
     {"pp_send_bwd", ir::PP_SEND},
     {"dp", ir::DP_COMM},
     {"sync", ir::DP_COMM},
+    {"ep", ir::EP_COMM},
 }};
 
 size_t idx(StreamId s) { return static_cast<size_t>(s); }
@@ -66,7 +67,9 @@ ir::Op* ClassBuilder::op(StreamId stream, int32_t index) { return streams_[idx(s
 ir::RankClass ClassBuilder::finish(const std::string& name) {
   ir::RankClass c;
   c.set_name(name);
-  c.set_num_events(static_cast<int32_t>(EventId::kCount));
+  // Classes without EP traffic declare the events of dense programs only.
+  const bool ep = streams_[idx(StreamId::kEp)].ops_size() > 0;
+  c.set_num_events(static_cast<int32_t>(ep ? EventId::kCount : EventId::kComputeToEp));
   for (auto& s : streams_)
     if (s.ops_size() > 0) *c.add_streams() = std::move(s);
   return c;

@@ -15,7 +15,9 @@ namespace lacuna::compiler {
 // kSync: the small synchronous collectives the compute stream waits for at
 // once (the loss reported per microbatch, the tied embedding's gradients,
 // the gradient norm, the step statistics), apart from the DP stream's buckets.
-enum class StreamId : int32_t { kCompute, kTp, kCp, kRecvFwd, kSendFwd, kRecvBwd, kSendBwd, kDp, kSync, kCount };
+// kEp: MoE token dispatch and combine (docs/moe.md), last so that dense
+// programs keep their stream order.
+enum class StreamId : int32_t { kCompute, kTp, kCp, kRecvFwd, kSendFwd, kRecvBwd, kSendBwd, kDp, kSync, kEp, kCount };
 
 enum class EventId : int32_t {
   kComputeToTp,
@@ -35,6 +37,9 @@ enum class EventId : int32_t {
   kSendBwdToCompute,
   kComputeToSync,
   kSyncToCompute,
+  // MoE (appended: a class without EP traffic keeps the events above only).
+  kComputeToEp,
+  kEpToCompute,
   kCount
 };
 

@@ -15,8 +15,7 @@ int64_t steps_time_ns(const std::vector<model::Step>& steps, const cost::CostMod
       t += cost.compute(model::to_compute(*k)).count();
     } else {
       const auto& comm = std::get<model::CommPoint>(step);
-      t += cost.collective(comm.kind, comm.bytes, comm.group == model::CommGroup::kTp ? groups.tp : groups.cp)
-               .count();
+      t += cost.collective(comm.kind, comm.bytes, groups.of(comm.group)).count();
     }
   }
   return t;
@@ -27,13 +26,17 @@ std::vector<ChainLayer> layer_chain(const StageInputs& in, int64_t llm_layers, c
   const ModuleWork llm = llm_module_work(in);
   std::vector<ChainLayer> chain;
   auto add_module = [&](const ModuleWork& w, int32_t module, int64_t layers) {
-    const int64_t layer = steps_time_ns(w.layer_forward, cost, groups) +
-                          (w.frozen ? 0 : steps_time_ns(w.layer_backward, cost, groups));
+    const int64_t dense_layer = steps_time_ns(w.layer_forward, cost, groups) +
+                                (w.frozen ? 0 : steps_time_ns(w.layer_backward, cost, groups));
+    const int64_t moe_layer = w.moe_layer_forward.empty() ? dense_layer
+                                                          : steps_time_ns(w.moe_layer_forward, cost, groups) +
+                                                                steps_time_ns(w.moe_layer_backward, cost, groups);
     const int64_t pre = steps_time_ns(w.pre_forward, cost, groups) +
                         (w.frozen ? 0 : steps_time_ns(w.pre_backward, cost, groups));
     const int64_t post = steps_time_ns(w.post_forward, cost, groups) + steps_time_ns(w.post_backward, cost, groups);
     for (int64_t l = 0; l < layers; ++l)
-      chain.push_back({module, l, layer + (l == 0 ? pre : 0) + (l == layers - 1 ? post : 0)});
+      chain.push_back(
+          {module, l, (w.is_moe(l) ? moe_layer : dense_layer) + (l == 0 ? pre : 0) + (l == layers - 1 ? post : 0)});
   };
   for (size_t e = 0; e < in.encoders.size(); ++e)
     add_module(in.encoders[e], static_cast<int32_t>(e + 1), in.encoders[e].num_layers);

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,18 @@ struct ChainLayer {
 // The groups a layer's TP and CP collectives run on.
 struct ChainGroups {
   cost::GroupShape tp, cp;
+  // MoE dispatch groups (docs/moe.md#groups); unset: the tp group's shape.
+  std::optional<cost::GroupShape> ep, expert_tp, ep_intra_domain, ep_inter_domain;
+  const cost::GroupShape& of(model::CommGroup g) const {
+    switch (g) {
+      case model::CommGroup::kCp: return cp;
+      case model::CommGroup::kEp: return ep ? *ep : tp;
+      case model::CommGroup::kExpertTp: return expert_tp ? *expert_tp : tp;
+      case model::CommGroup::kEpIntraDomain: return ep_intra_domain ? *ep_intra_domain : tp;
+      case model::CommGroup::kEpInterDomain: return ep_inter_domain ? *ep_inter_domain : tp;
+      default: return tp;
+    }
+  }
 };
 
 // Time of a step list: kernels through cost.compute, TP / CP collectives

@@ -12,6 +12,7 @@
 #include "sim/cost/group_shape.h"
 #include "sim/model/mllm.h"
 #include "sim/scenario/execution.h"
+#include "sim/scenario/nvlink_domain.h"
 #include "sim/schedule/schedule.h"
 
 namespace lacuna::compiler {
@@ -47,8 +48,9 @@ void check_encoder_splits(const scenario::LoadedScenario& scenario, const model:
   }
 }
 
-// How the group of rank 0 along `axis` (0 tp, 1 cp) sits on the nodes.
-cost::GroupShape group_shape(const RankLayout& layout, int64_t gpus_per_node, int axis) {
+// How the group of rank 0 along `axis` (0 tp, 1 cp) sits on the NVLink
+// domains of `domain_gpus` GPUs (scenario::nvlink_domain_gpus).
+cost::GroupShape group_shape(const RankLayout& layout, int64_t domain_gpus, int axis) {
   const int32_t size = axis == 0 ? layout.dims().tp : layout.dims().cp;
   std::vector<int64_t> nodes(static_cast<size_t>(size));
   for (int32_t i = 0; i < size; ++i) {
@@ -58,9 +60,39 @@ cost::GroupShape group_shape(const RankLayout& layout, int64_t gpus_per_node, in
     } else {
       c.set_cp(i);
     }
-    nodes[static_cast<size_t>(i)] = layout.rank(c) / gpus_per_node;
+    nodes[static_cast<size_t>(i)] = layout.rank(c) / domain_gpus;
   }
   return cost::shape_of_nodes(std::move(nodes));
+}
+
+// MoE: the expert groups of stage 0's first rank (add_expert_layout's
+// numbering) as they sit on the NVLink domains, for timing the chain's MoE
+// layers.
+void add_expert_group_shapes(const model::LayerShape& shape, const RankLayout& layout, int64_t domain_gpus,
+                             ChainGroups& groups) {
+  if (!shape.moe.enabled()) return;
+  const ParallelDims& d = layout.dims();
+  auto rank_of_local = [&](int64_t local) {
+    ir::Coordinates c;
+    c.set_tp(static_cast<int32_t>(local % d.tp));
+    c.set_cp(static_cast<int32_t>((local / d.tp) % d.cp));
+    c.set_dp(static_cast<int32_t>(local / (static_cast<int64_t>(d.tp) * d.cp)));
+    return layout.rank(c);
+  };
+  std::vector<int64_t> ep_nodes, tp_nodes;
+  for (int64_t i = 0; i < shape.moe.ep; ++i) ep_nodes.push_back(rank_of_local(i * shape.moe.expert_tp) / domain_gpus);
+  for (int64_t i = 0; i < shape.moe.expert_tp; ++i) tp_nodes.push_back(rank_of_local(i) / domain_gpus);
+  std::vector<int64_t> intra, inter;
+  for (int64_t n : ep_nodes)
+    if (n == ep_nodes.front()) intra.push_back(n);
+  std::vector<int64_t> seen;
+  for (int64_t n : ep_nodes)
+    if (std::find(seen.begin(), seen.end(), n) == seen.end()) seen.push_back(n);
+  inter = seen;  // one member per domain
+  groups.ep = cost::shape_of_nodes(ep_nodes);
+  groups.expert_tp = cost::shape_of_nodes(tp_nodes);
+  groups.ep_intra_domain = cost::shape_of_nodes(intra);
+  groups.ep_inter_domain = cost::shape_of_nodes(inter);
 }
 
 // Chunks per pipeline rank of the balanced chain, checked for interleaving.
@@ -140,7 +172,9 @@ ir::Program compile_megatron_mllm(const scenario::LoadedScenario& scenario, scen
       base.segments[k].push_back(Segment{0, r.first, r.count, k == 0, k == num_vs - 1});
     }
   } else {
-    const ChainGroups groups{group_shape(layout, plan.gpus_per_node, 0), group_shape(layout, plan.gpus_per_node, 1)};
+    const int64_t domain_gpus = scenario::nvlink_domain_gpus(spec.cluster());
+    ChainGroups groups{group_shape(layout, domain_gpus, 0), group_shape(layout, domain_gpus, 1)};
+    add_expert_group_shapes(base.shape, layout, domain_gpus, groups);
     const auto chain = layer_chain(base, llm_layers, cost, groups);
     if (static_cast<int64_t>(chain.size()) < num_vs)
       throw Error(scenario.locations.locate(balanced && spec.placement().balanced_virtual_stages() > 0
@@ -175,6 +209,7 @@ ir::Program compile_megatron_mllm(const scenario::LoadedScenario& scenario, scen
   ir::Program program;
   *program.mutable_cluster() = spec.cluster();
   add_rank_layout(layout, static_cast<int32_t>(plan.gpus_per_node), program, spec.parallel().distributed_optimizer());
+  add_moe_layout(scenario, layout, program);  // a MoE LLM's expert groups (docs/moe.md)
   base.schedule_kind = schedule_kind;
   if (balanced) {
     // The balanced placement always interleaves: its p2p default is the

@@ -245,3 +245,91 @@ void add_rank_layout(const RankLayout& layout, int32_t gpus_per_node, ir::Progra
 }
 
 }  // namespace lacuna::compiler
+
+namespace lacuna::compiler {
+
+void add_expert_layout(const RankLayout& layout, const ExpertDims& e, ir::Program& program) {
+  const ParallelDims& d = layout.dims();
+  const int32_t world = d.world();
+  const int32_t stage = d.tp * d.cp * d.dp;
+  const int32_t etp = e.expert_tp, ep = e.ep, edp = stage / (etp * ep);
+  const std::array<std::pair<const char*, ir::GroupKind>, 5> slots = {{{"ep", ir::EP},
+                                                                      {"expert_tp", ir::EXPERT_TP},
+                                                                      {"expert_dp", ir::EXPERT_DP},
+                                                                      {"ep_intra_domain", ir::EP_INTRA_DOMAIN},
+                                                                      {"ep_inter_domain", ir::EP_INTER_DOMAIN}}};
+  for (const auto& [name, kind] : slots) {
+    auto* s = program.add_group_slots();
+    s->set_name(name);
+    s->set_kind(kind);
+  }
+  // Index of a rank inside its pipeline stage: its dense coordinates in the
+  // dense order with pp left out (Megatron's generators agree on the pp
+  // groups, parallel_state.py asserts it).
+  auto local_of = [&](const ir::Coordinates& c) { return (c.dp() * d.cp + c.cp()) * d.tp + c.tp(); };
+  std::vector<int32_t> rank_of_local(static_cast<size_t>(stage) * d.pp);
+  for (int32_t r = 0; r < world; ++r) {
+    const ir::Coordinates c = layout.coordinates(r);
+    rank_of_local[static_cast<size_t>(c.pp()) * stage + local_of(c)] = r;
+  }
+  // Each MoE group is listed once per kind, even where its ranks equal a
+  // dense group (ep = dp): consumers (the engine's load imbalance) find the
+  // EP groups by GroupKind.
+  std::map<std::pair<ir::GroupKind, std::vector<int32_t>>, int32_t> index;
+  auto group_of = [&](std::vector<int32_t> members, ir::GroupKind kind) -> int32_t {
+    if (members.size() <= 1) return -1;
+    std::sort(members.begin(), members.end());
+    auto key = std::make_pair(kind, members);
+    auto it = index.find(key);
+    if (it != index.end()) return it->second;
+    const int32_t g = program.groups_size();
+    auto* grp = program.add_groups();
+    grp->set_kind(kind);
+    for (int32_t m : members) grp->add_ranks(m);
+    index.emplace(std::move(key), g);
+    return g;
+  };
+  const int32_t domain = std::max(e.domain_gpus, 1);
+  std::vector<int32_t> ep_memo, tp_memo, dp_memo;
+  for (int32_t r = 0; r < world; ++r) {
+    const ir::Coordinates c = program.ranks(r).coord();
+    const int32_t local = local_of(c);
+    const int32_t t = local % etp, x = (local / etp) % ep, y = local / (etp * ep);
+    auto at = [&](int32_t tt, int32_t xx, int32_t yy) {
+      return rank_of_local[static_cast<size_t>(c.pp()) * stage + (yy * ep + xx) * etp + tt];
+    };
+    // Each group is enumerated once, by its canonical member (index 0 along
+    // the varying axis), as add_rank_layout does: enumerating expert DP for
+    // every rank would be quadratic in its size.
+    std::vector<int32_t> ep_members;
+    for (int32_t i = 0; i < ep; ++i) ep_members.push_back(at(t, i, y));
+    auto memo_group = [&](std::vector<int32_t>& memo, int32_t canonical, int32_t n, auto member, ir::GroupKind kind) {
+      if (memo.empty()) memo.assign(static_cast<size_t>(world), -2);
+      int32_t& known = memo[static_cast<size_t>(canonical)];
+      if (known == -2) {
+        std::vector<int32_t> m;
+        for (int32_t i = 0; i < n; ++i) m.push_back(member(i));
+        known = group_of(std::move(m), kind);
+      }
+      return known;
+    };
+    // Hierarchical: the EP members in this rank's NVLink domain, and the
+    // members holding this rank's position (its index among its domain's
+    // members) in every domain.
+    std::map<int32_t, std::vector<int32_t>> by_domain;
+    for (int32_t m : ep_members) by_domain[m / domain].push_back(m);
+    const auto& mine = by_domain[r / domain];
+    const int32_t position = static_cast<int32_t>(std::find(mine.begin(), mine.end(), r) - mine.begin());
+    std::vector<int32_t> inter;
+    for (const auto& [dom, members] : by_domain)
+      if (position < static_cast<int32_t>(members.size())) inter.push_back(members[static_cast<size_t>(position)]);
+    auto* b = program.mutable_ranks(r);
+    b->add_group(memo_group(ep_memo, at(t, 0, y), ep, [&](int32_t i) { return at(t, i, y); }, ir::EP));
+    b->add_group(memo_group(tp_memo, at(0, x, y), etp, [&](int32_t i) { return at(i, x, y); }, ir::EXPERT_TP));
+    b->add_group(memo_group(dp_memo, at(t, x, 0), edp, [&](int32_t i) { return at(t, x, i); }, ir::EXPERT_DP));
+    b->add_group(group_of(mine, ir::EP_INTRA_DOMAIN));
+    b->add_group(group_of(inter, ir::EP_INTER_DOMAIN));
+  }
+}
+
+}  // namespace lacuna::compiler

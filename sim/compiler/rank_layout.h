@@ -23,7 +23,14 @@ enum GroupSlot : int32_t {
   kSlotDpCp = 3,
   kSlotEmbedding = 4,
   kSlotGradNorm = 5,
-  kNumGroupSlots = 6
+  kNumGroupSlots = 6,
+  // MoE programs only (docs/moe.md#groups), after the dense slots.
+  kSlotEp = 6,
+  kSlotExpertTp = 7,
+  kSlotExpertDp = 8,
+  kSlotEpIntraDomain = 9,
+  kSlotEpInterDomain = 10,
+  kNumMoeGroupSlots = 11
 };
 enum PeerSlot : int32_t { kSlotPpNext = 0, kSlotPpPrev = 1, kNumPeerSlots = 2 };
 
@@ -59,5 +66,20 @@ class RankLayout {
 // every rank (one WORLD group) instead of the tp × pp model-parallel ranks.
 void add_rank_layout(const RankLayout& layout, int32_t gpus_per_node, ir::Program& program,
                      bool world_grad_norm = false);
+
+// Megatron-Core's expert grid (parallel_state.py, the expert RankGenerator
+// with order tp-ep-dp-pp and cp folded away): within one pipeline stage the
+// tp·cp·dp ranks, numbered by their index in the dense order with pp left
+// out, are regrouped as expert_tp (innermost) × ep × expert_dp.
+struct ExpertDims {
+  int32_t ep = 1, expert_tp = 1;
+  // GPUs per NVLink domain (cluster.nvlink_domain_gpus or gpus_per_node).
+  int32_t domain_gpus = 8;
+};
+// Appends the MoE slots (kSlotEp … kSlotEpInterDomain) and their groups to a
+// program add_rank_layout filled: EP, EXPERT_TP, EXPERT_DP, and for
+// hierarchical dispatch the EP ranks of one NVLink domain and those with the
+// same position in every domain.
+void add_expert_layout(const RankLayout& layout, const ExpertDims& e, ir::Program& program);
 
 }  // namespace lacuna::compiler

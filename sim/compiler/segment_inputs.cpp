@@ -3,13 +3,18 @@
 #include <algorithm>
 #include <string>
 
+#include "sim/compiler/fp8_weights.h"
 #include "sim/compiler/stage_plan.h"
 #include "sim/core/error.h"
 #include "sim/model/accounting.h"
+#include "sim/model/fp8.h"
 #include "sim/model/kernels.h"
 #include "sim/model/layer.h"
 #include "sim/model/layer_shape.h"
+#include "sim/model/moe.h"
 #include "sim/scenario/execution.h"
+#include "sim/scenario/moe.h"
+#include "sim/scenario/nvlink_domain.h"
 
 #ifndef LACUNA_VERSION
 #define LACUNA_VERSION "unknown"
@@ -71,6 +76,7 @@ cost::LayerActivationInputs activation_inputs(const model::LayerShape& s, scenar
   // The unfused core attention keeps its s² softmax / dropout tensors (SAR's
   // 5·a·s/h term, unless recomputed).
   a.flash_attention = !s.unfused_attention;
+  a.fp8_gemm_inputs = s.fp8.linear() && s.fp8.activation_storage && s.fp8.wgrad;
   return a;
 }
 
@@ -96,6 +102,7 @@ StageInputs llm_stage_inputs(const scenario::LoadedScenario& scenario, const Pip
   base.execution = scenario::resolve_execution(scenario.spec, scenario.locations);
   base.schedule_kind = scenario.spec.schedule().kind();
   base.precision = scenario.spec.training().precision();
+  if (scenario::has_moe(scenario.spec)) base.expert_dp = scenario::expert_dp(scenario.spec);
   return base;
 }
 
@@ -162,16 +169,35 @@ void add_stage_classes(const scenario::LoadedScenario& scenario, const StageInpu
                   "pipeline rank (more pp, fewer layers)");
     StageProgram stage = build_stage_program(in);
     const int64_t grad_bytes = base.execution.grad_reduce_in_fp32() ? 4 : 2;
-    auto state = cost::model_state_bytes(stage.parameters - stage.frozen_parameters, base.dp_cp,
-                                         base.distributed_optimizer, grad_bytes);
+    // MoE: routed-expert state sharded over expert DP (docs/moe.md#memory).
+    auto state = cost::model_state_bytes(stage.parameters - stage.frozen_parameters - stage.expert_parameters,
+                                         base.dp_cp, base.distributed_optimizer, grad_bytes);
+    if (stage.expert_parameters > 0) {
+      const auto experts = cost::model_state_bytes(stage.expert_parameters, std::max<int64_t>(base.expert_dp, 1),
+                                                   base.distributed_optimizer, grad_bytes);
+      state.weights += experts.weights;
+      state.gradients += experts.gradients;
+      state.optimizer += experts.optimizer;
+    }
     // Frozen weights: bf16 copies only (no gradient buffer, no optimizer).
     state.weights += cost::model_state_bytes(stage.frozen_parameters, base.dp_cp, base.distributed_optimizer).weights;
+    state.weights += fp8_weight_memory_delta(in);  // FP8 weight copies (docs/fp8.md#weights)
     auto* mem = stage.rank_class.mutable_memory();
     mem->set_weights_bytes(state.weights.count());
     mem->set_gradients_bytes(state.gradients.count());
     mem->set_optimizer_bytes(state.optimizer.count());
     *program.add_classes() = std::move(stage.rank_class);
   }
+}
+
+void add_moe_layout(const scenario::LoadedScenario& scenario, const RankLayout& layout, ir::Program& program) {
+  const auto& spec = scenario.spec;
+  if (!scenario::has_moe(spec)) return;
+  ExpertDims e;
+  e.ep = static_cast<int32_t>(scenario::resolved_ep(spec));
+  e.expert_tp = static_cast<int32_t>(scenario::resolved_expert_tp(spec));
+  e.domain_gpus = static_cast<int32_t>(scenario::nvlink_domain_gpus(spec.cluster()));
+  add_expert_layout(layout, e, program);
 }
 
 void fill_program_info(const scenario::LoadedScenario& scenario, const PipelinePlan& plan, const StageInputs& base,
@@ -197,6 +223,12 @@ void fill_program_info(const scenario::LoadedScenario& scenario, const PipelineP
   const auto precision = spec.training().precision();  // validated: never UNSPECIFIED
   info.set_precision(precision);
   info.set_peak_flops_per_gpu(scenario::peak_flops_per_s(spec.cluster().gpu(), precision));
+  if (precision == scenario::FP8) {
+    // MFU on both peaks (docs/fp8.md#mfu): FP8 training is BF16 training with FP8 GEMMs.
+    *info.mutable_fp8() = model::resolve_fp8(spec);
+    info.set_peak_bf16_flops_per_gpu(scenario::peak_flops_per_s(spec.cluster().gpu(), scenario::BF16));
+    info.set_peak_fp8_flops_per_gpu(scenario::peak_flops_per_s(spec.cluster().gpu(), scenario::FP8));
+  }
   info.set_tp(plan.dims.tp);
   info.set_cp(plan.dims.cp);
   info.set_pp(plan.dims.pp);
@@ -213,6 +245,22 @@ void fill_program_info(const scenario::LoadedScenario& scenario, const PipelineP
   if (scenario.scale_down > 1) info.set_scale_down(scenario.scale_down);
   *info.mutable_execution() = base.execution;
   if (base.recompute_num_layers > 0) info.set_recompute_num_layers(base.recompute_num_layers);
+  if (base.shape.moe.enabled()) {
+    const auto& m = base.shape.moe;
+    const scenario::Moe resolved = scenario::resolve_moe(spec);
+    info.set_ep(static_cast<int32_t>(m.ep));
+    info.set_expert_tp(static_cast<int32_t>(m.expert_tp));
+    auto* moe = info.mutable_moe();
+    moe->set_num_experts(static_cast<int32_t>(m.num_experts));
+    moe->set_top_k(static_cast<int32_t>(m.top_k));
+    moe->set_ep(static_cast<int32_t>(m.ep));
+    moe->set_expert_tp(static_cast<int32_t>(m.expert_tp));
+    moe->set_capacity_factor(m.capacity_factor);
+    moe->set_pad_to_capacity(m.pad_to_capacity);
+    moe->set_dispatcher(m.dispatcher);
+    *moe->mutable_routing() = resolved.routing();
+    moe->set_tokens_per_microbatch(model::moe_tokens(base.shape).routed);
+  }
 }
 
 }  // namespace lacuna::compiler

@@ -53,6 +53,10 @@ ModuleWork encoder_work(const scenario::Scenario& spec, int e, int64_t samples, 
 void add_stage_classes(const scenario::LoadedScenario& scenario, const StageInputs& base,
                        const std::vector<std::vector<schedule::Action>>& actions, ir::Program& program);
 
+// MoE scenarios: the expert group slots (add_expert_layout) after
+// add_rank_layout; nothing for dense ones.
+void add_moe_layout(const scenario::LoadedScenario& scenario, const RankLayout& layout, ir::Program& program);
+
 // ProgramInfo of the LLM (model / hardware FLOPs of the LLM only; placement
 // and modules left to the caller).
 void fill_program_info(const scenario::LoadedScenario& scenario, const PipelinePlan& plan, const StageInputs& base,

@@ -37,6 +37,7 @@ StageBuilder::StageBuilder(const StageInputs& in)
     for (const Segment& seg : segments_[schedule::virtual_stage(in.pipeline, in.pp_rank, c)]) {
       const int64_t trained = segment_parameters(in, seg, true);
       parameters_ += segment_parameters(in, seg, false);
+      expert_parameters_ += segment_expert_parameters(in, seg);
       trained_ += trained;
       trained_by_module_[static_cast<size_t>(seg.module)] += trained;
       if (seg.module == 0) {
@@ -99,6 +100,7 @@ StageProgram StageBuilder::build() {
 
   StageProgram out;
   out.parameters = parameters_;
+  out.expert_parameters = expert_parameters_;
   out.frozen_parameters = parameters_ - trained_;
   out.rank_class = b_.finish("pp" + std::to_string(in_.pp_rank));
   return out;
@@ -145,10 +147,10 @@ void StageBuilder::forward(int32_t i, const schedule::Action& a) {
     for (int64_t l = seg.first; l < seg.first + seg.count; ++l) {
       wait_gathers(l);
       if (l == seg.first && seg.pre) e_.emit(w.pre_forward, Filter::kAll, ctx);
-      const Bytes kept = recomputes_layer(w, seg, l) ? w.layer_activation_bytes : w.layer_activation_bytes_plain;
+      const Bytes kept = activation_of(w, l, recomputes_layer(w, seg, l));
       OpContext layer_ctx = ctx;
       layer_ctx.layer = static_cast<int32_t>(l);
-      e_.add_memory(e_.emit(w.layer_forward, Filter::kAll, layer_ctx).last, kept);
+      e_.add_memory(e_.emit(layer_forward_of(w, l), Filter::kAll, layer_ctx).last, kept);
     }
     if (seg.post) e_.add_memory(e_.emit(w.post_forward, Filter::kAll, ctx).last, w.post_activation_bytes);
     // A segment's collectives complete inside it: the next module (or the
@@ -209,10 +211,10 @@ void StageBuilder::backward(int32_t i, const schedule::Action& a) {
         const bool full = recomputes_layer(w, seg, l);
         OpContext layer_ctx = ctx;
         layer_ctx.layer = static_cast<int32_t>(l);
-        const auto out = e_.emit(full ? w.layer_backward : w.layer_backward_plain, filter, layer_ctx);
-        if (full) e_.add_memory(out.last_recompute, w.recompute_activation_bytes);
-        const Bytes held =
-            full ? Bytes(w.layer_activation_bytes + w.recompute_activation_bytes) : w.layer_activation_bytes_plain;
+        const auto out = e_.emit(layer_backward_of(w, l, full), filter, layer_ctx);
+        if (full) e_.add_memory(out.last_recompute, recompute_activation_of(w, l));
+        const Bytes held = full ? Bytes(activation_of(w, l, true) + recompute_activation_of(w, l))
+                                : activation_of(w, l, false);
         if (finishes) e_.add_memory(out.last, -held);
         if (l == seg.first && seg.pre) e_.emit(w.pre_backward, filter, ctx);
       }

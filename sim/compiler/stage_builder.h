@@ -87,6 +87,8 @@ class StageBuilder {
   // (index = Op.module), and with SP the norm weights whose gradients are
   // partial per TP rank.
   int64_t parameters_ = 0, trained_ = 0, sp_norm_parameters_ = 0;
+  int64_t expert_parameters_ = 0;  // routed experts (reduced and sharded over expert DP)
+  bool expert_dp_ops_ = false;     // MoE with expert DP > 1
   std::vector<int64_t> trained_by_module_;
   std::vector<std::vector<DpBucket>> buckets_;  // per chunk, gradient-ready order
   std::vector<std::vector<int64_t>> gathered_;  // per chunk and bucket: kDpToCompute after its gather

@@ -3,6 +3,7 @@
 // the NaN checks, the gradient buffer's zeroing, the batch broadcast over TP
 // and the loss reduction.
 #include "sim/compiler/stage_builder.h"
+#include "sim/model/fp8.h"
 
 namespace lacuna::compiler {
 
@@ -34,8 +35,19 @@ void StageBuilder::sync_now(ir::CollectiveKind kind, int32_t slot, int64_t bytes
 }
 
 void StageBuilder::bucket_reduction(int32_t chunk, const DpBucket& bucket) {
-  dp_collective(in_.distributed_optimizer ? ir::REDUCE_SCATTER : ir::ALL_REDUCE, kSlotDpCp, chunk,
-                bucket.parameters * grad_bytes_, bucket.module, dp_ctx_);
+  const ir::CollectiveKind kind = in_.distributed_optimizer ? ir::REDUCE_SCATTER : ir::ALL_REDUCE;
+  if (bucket.expert_parameters <= 0) {
+    dp_collective(kind, kSlotDpCp, chunk, bucket.parameters * grad_bytes_, bucket.module, dp_ctx_);
+    return;
+  }
+  // MoE: the routed experts' gradients are reduced over the expert-DP group
+  // (their replicas), the rest over dp × cp (Megatron's DDP: expert
+  // parameters in buffers of their own, reduced over
+  // expert_data_parallel_group; distributed_data_parallel.py).
+  const int64_t dense = bucket.parameters - bucket.expert_parameters;
+  if (dense > 0) dp_collective(kind, kSlotDpCp, chunk, dense * grad_bytes_, bucket.module, dp_ctx_);
+  if (in_.expert_dp > 1)
+    dp_collective(kind, kSlotExpertDp, chunk, bucket.expert_parameters * grad_bytes_, bucket.module, dp_ctx_);
 }
 
 // --check-for-nan-in-loss-and-grad: before a bucket's reduction the host
@@ -71,8 +83,18 @@ void StageBuilder::gather_parameters() {
   for (int32_t c = 0; c < chunks_; ++c) {
     gathered_[c].resize(buckets_[c].size());
     for (size_t k = buckets_[c].size(); k-- > 0;) {
-      dp_collective(ir::ALL_GATHER, kSlotDpCp, c, buckets_[c][k].parameters * model::kBf16, buckets_[c][k].module,
-                    dp_ctx_);
+      // --fp8-param-gather: the FP8 GEMMs' weights travel as 1 byte (docs/fp8.md#weights).
+      const DpBucket& bk = buckets_[c][k];
+      const model::Fp8Weights fp8 = shape_.fp8.param_gather && bk.module == 0
+                                        ? model::fp8_layers_weights(shape_, bk.first_layer, bk.count)
+                                        : model::Fp8Weights{};
+      // MoE: the routed experts' shards are gathered over expert DP.
+      const int64_t dense = bk.parameters - bk.expert_parameters;
+      if (bk.expert_parameters <= 0 || dense > 0)
+        dp_collective(ir::ALL_GATHER, kSlotDpCp, c, dense * model::kBf16 - fp8.dense, bk.module, dp_ctx_);
+      if (bk.expert_parameters > 0 && in_.expert_dp > 1)
+        dp_collective(ir::ALL_GATHER, kSlotExpertDp, c, bk.expert_parameters * model::kBf16 - fp8.expert, bk.module,
+                      dp_ctx_);
       gathered_[c][k] = dp_records_;
     }
   }

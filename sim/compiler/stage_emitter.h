@@ -89,16 +89,30 @@ class Emitter {
   void comm(const model::CommPoint& c, OpContext ctx) {
     ctx.phase = c.phase;
     const bool tp = c.group == model::CommGroup::kTp;
-    const StreamId stream = tp ? StreamId::kTp : StreamId::kCp;
-    const EventId to = tp ? EventId::kComputeToTp : EventId::kComputeToCp;
-    const EventId from = tp ? EventId::kTpToCompute : EventId::kCpToCompute;
+    // MoE dispatch / combine (every expert group) go on the EP stream.
+    const bool ep = c.group != model::CommGroup::kTp && c.group != model::CommGroup::kCp;
+    const StreamId stream = ep ? StreamId::kEp : tp ? StreamId::kTp : StreamId::kCp;
+    const EventId to = ep ? EventId::kComputeToEp : tp ? EventId::kComputeToTp : EventId::kComputeToCp;
+    const EventId from = ep ? EventId::kEpToCompute : tp ? EventId::kTpToCompute : EventId::kCpToCompute;
     const int64_t ready = b_.record(StreamId::kCompute, to, ctx);
     b_.wait(stream, to, ready, ctx);
     auto* coll = b_.add(stream, ctx)->mutable_collective();
     coll->set_kind(c.kind);
-    coll->set_group_slot(tp ? kSlotTp : kSlotCp);
+    coll->set_group_slot(group_slot(c.group));
     coll->set_bytes(c.bytes);
     pending_.push_back({c.consumer, from, b_.record(stream, from, ctx)});
+  }
+
+  static int32_t group_slot(model::CommGroup g) {
+    switch (g) {
+      case model::CommGroup::kTp: return kSlotTp;
+      case model::CommGroup::kCp: return kSlotCp;
+      case model::CommGroup::kEp: return kSlotEp;
+      case model::CommGroup::kExpertTp: return kSlotExpertTp;
+      case model::CommGroup::kEpIntraDomain: return kSlotEpIntraDomain;
+      case model::CommGroup::kEpInterDomain: return kSlotEpInterDomain;
+    }
+    return kSlotTp;
   }
 
   template <class Pred>
@@ -152,5 +166,25 @@ inline int32_t num_virtual_stages(const StageInputs& in) { return in.pipeline.pp
 // Parameters a segment holds on one rank; `trained_only` leaves out frozen
 // encoder weights.
 int64_t segment_parameters(const StageInputs& in, const Segment& seg, bool trained_only);
+// Of those, the LLM's routed-expert parameters (sharded and reduced over
+// expert DP).
+int64_t segment_expert_parameters(const StageInputs& in, const Segment& seg);
+
+// Layer l's step lists and activation bytes of a module (the MoE ones for
+// the LLM's MoE layers).
+inline const std::vector<model::Step>& layer_forward_of(const ModuleWork& w, int64_t l) {
+  return w.is_moe(l) ? w.moe_layer_forward : w.layer_forward;
+}
+inline const std::vector<model::Step>& layer_backward_of(const ModuleWork& w, int64_t l, bool full) {
+  if (w.is_moe(l)) return full ? w.moe_layer_backward : w.moe_layer_backward_plain;
+  return full ? w.layer_backward : w.layer_backward_plain;
+}
+inline Bytes activation_of(const ModuleWork& w, int64_t l, bool full) {
+  if (w.is_moe(l)) return full ? w.moe_layer_activation_bytes : w.moe_layer_activation_bytes_plain;
+  return full ? w.layer_activation_bytes : w.layer_activation_bytes_plain;
+}
+inline Bytes recompute_activation_of(const ModuleWork& w, int64_t l) {
+  return w.is_moe(l) ? w.moe_recompute_activation_bytes : w.recompute_activation_bytes;
+}
 
 }  // namespace lacuna::compiler

@@ -1,6 +1,8 @@
 // finalize_model_grads and the optimizer step of one stage
 // (stage_builder.h; docs/compiler.md#optimizer-step).
+#include "sim/compiler/fp8_weights.h"
 #include "sim/compiler/stage_builder.h"
+#include "sim/model/fp8.h"
 
 namespace lacuna::compiler {
 
@@ -30,12 +32,17 @@ void StageBuilder::finalize_and_step() {
   // loss scale (fp16) unscale and the found-inf all-reduce read on the host;
   // the gradient norm's local reduction, its all-reduce read on the host, the
   // clip; Adam; the fp32 → bf16 copy of the master weights.
-  auto updated = [&](int64_t p) { return in_.distributed_optimizer ? (p + in_.dp_cp - 1) / in_.dp_cp : p; };
+  // MoE: routed-expert parameters are sharded over expert DP instead.
+  auto shard = [&](int64_t p, int64_t n) { return in_.distributed_optimizer ? (p + n - 1) / n : p; };
+  auto updated = [&](int64_t p, size_t mod) {
+    if (mod != 0 || expert_parameters_ <= 0) return shard(p, in_.dp_cp);
+    return shard(p - expert_parameters_, in_.dp_cp) + shard(expert_parameters_, std::max<int64_t>(in_.expert_dp, 1));
+  };
   auto per_module = [&](auto make) {
     for (size_t mod = 0; mod < modules_.size(); ++mod) {
       if (trained_by_module_[mod] <= 0 && !(mod == 0 && in_.encoders.empty())) continue;
       ModuleStamp stamp(b_);
-      for (const model::Kernel& k : make(updated(trained_by_module_[mod]))) e_.kernel(k, opt_ctx);
+      for (const model::Kernel& k : make(updated(trained_by_module_[mod], mod))) e_.kernel(k, opt_ctx);
       stamp.apply(static_cast<int32_t>(mod));
     }
   };
@@ -59,6 +66,13 @@ void StageBuilder::finalize_and_step() {
     per_module([](int64_t p) { return std::vector<model::Kernel>{model::grad_clip(p)}; });
   }
   per_module([](int64_t p) { return std::vector<model::Kernel>{model::adam_step(p), model::param_copy(p)}; });
+  // FP8 weights (docs/fp8.md#weights): the once-per-step casts of the FP8
+  // GEMMs' weights this rank holds (LLM layers of every virtual stage).
+  if (shape_.fp8.linear()) {
+    const int64_t w = fp8_rank_weights(in_);
+    const int64_t master_shard = in_.distributed_optimizer ? (w + in_.dp_cp - 1) / in_.dp_cp : w;
+    for (const model::Kernel& k : model::fp8_weight_casts(shape_.fp8, w, master_shard)) e_.kernel(k, opt_ctx);
+  }
   // Megatron-core reduces two step statistics over the model-parallel ranks
   // and reads each on the host (training.py: update_successful, grad norm).
   if (x_.step_stats_sync()) {

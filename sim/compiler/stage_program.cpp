@@ -8,6 +8,7 @@
 #include "sim/model/accounting.h"
 #include "sim/model/kernels.h"
 #include "sim/model/layer.h"
+#include "sim/model/moe.h"
 
 namespace lacuna::compiler {
 namespace {
@@ -41,12 +42,38 @@ ModuleParameters module_parameters(const StageInputs& in, int32_t module) {
   return {w.layer_parameters, w.pre_parameters, w.post_parameters, w.post_frozen_parameters, w.frozen};
 }
 
+// LLM layer l on one rank: a MoE layer swaps the dense MLP for the MoE one.
+int64_t llm_layer_parameters(const StageInputs& in, int64_t l) {
+  const int64_t dense = model::layer_parameters(in.shape);
+  if (!in.shape.moe.is_moe_layer(l)) return dense;
+  return dense - model::dense_mlp_parameters(in.shape) + model::moe_mlp_parameters(in.shape);
+}
+
+int64_t llm_expert_parameters(const StageInputs& in, int64_t l) {
+  return in.shape.moe.is_moe_layer(l) ? model::moe_routed_expert_parameters(in.shape) : 0;
+}
+
+// Parameters of layers [first, first + count) of a module on one rank.
+int64_t layers_parameters(const StageInputs& in, int32_t module, int64_t first, int64_t count, int64_t per_layer) {
+  if (module != 0 || !in.shape.moe.enabled()) return count * per_layer;
+  int64_t n = 0;
+  for (int64_t l = first; l < first + count; ++l) n += llm_layer_parameters(in, l);
+  return n;
+}
+
 }  // namespace
+
+int64_t segment_expert_parameters(const StageInputs& in, const Segment& seg) {
+  if (seg.module != 0) return 0;
+  int64_t n = 0;
+  for (int64_t l = seg.first; l < seg.first + seg.count; ++l) n += llm_expert_parameters(in, l);
+  return n;
+}
 
 int64_t segment_parameters(const StageInputs& in, const Segment& seg, bool trained_only) {
   const ModuleParameters p = module_parameters(in, seg.module);
   const bool skip_frozen = trained_only && p.frozen;
-  int64_t n = skip_frozen ? 0 : seg.count * p.layer + (seg.pre ? p.pre : 0);
+  int64_t n = skip_frozen ? 0 : layers_parameters(in, seg.module, seg.first, seg.count, p.layer) + (seg.pre ? p.pre : 0);
   if (seg.post) n += trained_only ? p.post - p.post_frozen : p.post;
   return n;
 }
@@ -64,6 +91,29 @@ ModuleWork llm_module_work(const StageInputs& in) {
   w.layer_activation_bytes = in.layer_activation_bytes;
   w.recompute_activation_bytes = in.recompute_activation_bytes;
   w.post_activation_bytes = model::head_activation_bytes(s);
+  w.layer_parameters = model::layer_parameters(s);
+  if (s.moe.enabled()) {
+    // The MoE layers: the same layer with the MoE MLP, its activations the
+    // dense ones with the MLP's share swapped (full recompute keeps the layer
+    // input only, as for a dense layer).
+    model::LayerShape m = s;
+    m.moe_layer = true;
+    w.moe_layer_forward = model::layer_forward(m);
+    w.moe_layer_backward = model::layer_backward(m, in.recompute);
+    const Bytes swap(model::moe_mlp_activation_bytes(m) - model::dense_mlp_activation_bytes(s));
+    auto moe_bytes = [&](Bytes dense, scenario::Recompute mode) {
+      return mode == scenario::RECOMPUTE_FULL ? dense : Bytes(dense + swap);
+    };
+    w.moe_layer_activation_bytes = moe_bytes(in.layer_activation_bytes, in.recompute);
+    if (in.recompute == scenario::RECOMPUTE_FULL)
+      w.moe_recompute_activation_bytes = moe_bytes(in.recompute_activation_bytes, scenario::RECOMPUTE_NONE);
+    if (in.recompute == scenario::RECOMPUTE_FULL && in.recompute_num_layers > 0) {
+      w.moe_layer_backward_plain = model::layer_backward(m, scenario::RECOMPUTE_NONE);
+      w.moe_layer_activation_bytes_plain = w.moe_recompute_activation_bytes;
+    }
+    w.moe_layer_parameters = w.layer_parameters - model::dense_mlp_parameters(s) + model::moe_mlp_parameters(m);
+    w.moe_expert_parameters = model::moe_routed_expert_parameters(m);
+  }
   if (in.recompute == scenario::RECOMPUTE_FULL && in.recompute_num_layers > 0) {
     w.recompute_num_layers = in.recompute_num_layers;
     w.layer_backward_plain = model::layer_backward(s, scenario::RECOMPUTE_NONE);
@@ -133,11 +183,12 @@ std::vector<DpBucket> dp_buckets(const StageInputs& in, int32_t virtual_stage) {
       push(DpBucket{seg.first, 0, segment_parameters(in, seg, true)});
       continue;
     }
-    const int64_t per_layer = mp.frozen ? 0 : mp.layer;
     const int64_t last = seg.first + seg.count - 1;
     DpBucket cur;
     for (int64_t l = last; l >= seg.first; --l) {
+      const int64_t per_layer = mp.frozen ? 0 : seg.module == 0 ? llm_layer_parameters(in, l) : mp.layer;
       cur.parameters += per_layer;
+      if (seg.module == 0) cur.expert_parameters += llm_expert_parameters(in, l);
       if (l == last && seg.post) cur.parameters += mp.post - mp.post_frozen;
       if (l == seg.first && seg.pre && !mp.frozen) cur.parameters += mp.pre;
       cur.first_layer = l;
@@ -166,6 +217,12 @@ int64_t estimate_ops(const StageInputs& in) {
   };
   std::vector<PerLayer> modules;
   modules.push_back(per_layer(model::layer_forward(in.shape), model::layer_backward(in.shape, in.recompute), false));
+  PerLayer moe;  // the LLM's MoE layers
+  if (in.shape.moe.enabled()) {
+    model::LayerShape m = in.shape;
+    m.moe_layer = true;
+    moe = per_layer(model::layer_forward(m), model::layer_backward(m, in.recompute), false);
+  }
   for (const ModuleWork& w : in.encoders) modules.push_back(per_layer(w.layer_forward, w.layer_backward, w.frozen));
   constexpr int64_t kPassOverhead = 16;  // p2p, head / embedding, DP waits
   int64_t n = 0;
@@ -177,6 +234,14 @@ int64_t estimate_ops(const StageInputs& in) {
                           : a.pass == Pass::kBackward      ? p.bwd
                           : a.pass == Pass::kBackwardInput ? p.bwd_b
                                                            : p.bwd_w;
+      if (seg.module == 0 && in.shape.moe.enabled()) {
+        const int64_t moe_ops = a.pass == Pass::kForward         ? moe.fwd
+                                : a.pass == Pass::kBackward      ? moe.bwd
+                                : a.pass == Pass::kBackwardInput ? moe.bwd_b
+                                                                 : moe.bwd_w;
+        for (int64_t l = seg.first; l < seg.first + seg.count; ++l) n += in.shape.moe.is_moe_layer(l) ? moe_ops : ops;
+        continue;
+      }
       n += seg.count * ops;
     }
     n += kPassOverhead;

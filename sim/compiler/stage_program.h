@@ -33,6 +33,16 @@ struct ModuleWork {
   int64_t recompute_num_layers = 0;
   std::vector<model::Step> layer_backward_plain;
   Bytes layer_activation_bytes_plain;
+  // Mixture of experts (the LLM only, docs/moe.md): layer l with
+  // shape.moe.is_moe_layer(l) runs the moe_ lists, holds moe_layer_parameters
+  // (moe_expert_parameters of them routed experts, reduced over expert DP)
+  // and keeps the moe_ activation bytes.
+  std::vector<model::Step> moe_layer_forward, moe_layer_backward, moe_layer_backward_plain;
+  Bytes moe_layer_activation_bytes, moe_recompute_activation_bytes, moe_layer_activation_bytes_plain;
+  int64_t moe_layer_parameters = 0, moe_expert_parameters = 0;
+  bool is_moe(int64_t layer) const { return shape.moe.is_moe_layer(layer); }
+  int64_t parameters_of(int64_t layer) const { return is_moe(layer) ? moe_layer_parameters : layer_parameters; }
+  int64_t expert_parameters_of(int64_t layer) const { return is_moe(layer) ? moe_expert_parameters : 0; }
   std::vector<model::Step> pre_forward, pre_backward;      // before layer 0 (patch embedding)
   std::vector<model::Step> post_forward, post_backward;    // after the last layer (final norm + projector)
   // Parameters held on this rank; post_frozen_parameters of post's are not
@@ -89,11 +99,14 @@ struct StageInputs {
   scenario::Execution execution;
   scenario::ScheduleKind schedule_kind = scenario::ONE_F_ONE_B;
   scenario::Precision precision = scenario::BF16;
+  // MoE: the expert data-parallel group size (docs/moe.md#groups).
+  int64_t expert_dp = 1;
 };
 
 struct StageProgram {
   ir::RankClass rank_class;
   int64_t parameters = 0;         // parameters this rank holds
+  int64_t expert_parameters = 0;  // of which routed experts (sharded over expert DP)
   int64_t frozen_parameters = 0;  // of which held as weights only (frozen encoders)
 };
 
@@ -129,6 +142,10 @@ struct DpBucket {
   int64_t first_layer = 0;
   int64_t count = 0;
   int64_t parameters = 0;
+  // Of `parameters`, routed-expert weights: reduced (gathered) over the
+  // expert-DP group, apart from the rest (Megatron's DDP keeps expert
+  // parameters in buffers of their own, distributed_data_parallel.py).
+  int64_t expert_parameters = 0;
   int32_t segment = 0;  // index in stage_segments()
   int32_t module = 0;
 };

@@ -53,6 +53,9 @@ enum class RngPurpose : uint16_t {
   kLinkFlap = 8,        // (port, flap index)
   kKernelNoisePass = 9, // (rank, phase + 8 · chunk, microbatch, iteration)
   kKernelTailPass = 10, // (rank, phase + 8 · chunk, microbatch, iteration)
+  kMoeGammaNormal = 11,  // (layer, expert, microbatch | attempt << 20, iteration): Dirichlet's gamma draws
+  kMoeGammaAccept = 12,  // (layer, expert, microbatch | attempt << 20, iteration)
+  kMoeTokenCount = 13,   // (layer, expert, microbatch, iteration): the expert's multinomial share
 };
 
 // The key of one draw. `a`..`d` are the purpose's coordinates (e.g. rank,

@@ -4,6 +4,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace lacuna {
 
@@ -24,10 +25,19 @@ class Error : public std::runtime_error {
   const std::string& problem() const { return problem_; }
   const std::string& fix() const { return fix_; }
 
+  // Every problem of one input at once (validation reports them all, not one
+  // per run). One error: that error unchanged. Several: sorted in file order
+  // (line, column; unlocated ones last), where() names the file only, and
+  // problem() lists them numbered, one per line, each "line:column: field:
+  // what (fix)". parts() holds them one by one (empty for a single error).
+  static Error all_of(std::vector<Error> errors);
+  const std::vector<Error>& parts() const { return parts_; }
+
  private:
   SourceLocation where_;
   std::string problem_;
   std::string fix_;
+  std::vector<Error> parts_;
 };
 
 // A broken invariant inside lacuna (a bug, not bad input): the CLI reports

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "sim/core/error.h"
+#include "sim/scenario/nvlink_domain.h"
 
 namespace lacuna::cost {
 namespace {
@@ -73,6 +74,7 @@ Interconnect interconnect_from(const scenario::Cluster& cluster) {
       throw Error(field("cluster.nics_per_node"), "must be at least 1 on a multi-node cluster");
     }
     out.nics_per_node = cluster.nics_per_node();
+    out.nics_per_domain = out.nics_per_node * scenario::nodes_per_nvlink_domain(cluster);
     out.has_nic = true;
   }
   return out;
@@ -113,10 +115,11 @@ GroupShape CollectiveModel::normalized(const GroupShape& g) const {
 
 double CollectiveModel::bus_bytes_per_s(const GroupShape& g) const {
   if (g.nodes <= 1) return links_.nvlink_bytes_per_s;
-  // A ring crosses each node boundary once per channel; NCCL spreads channels
-  // over the NICs the node's members sit next to (rail-optimized: one per GPU),
-  // so the crossing runs at the node's usable NIC aggregate, not one NIC.
-  const int64_t usable_nics = std::min<int64_t>(g.max_ranks_per_node, links_.nics_per_node);
+  // A ring crosses each NVLink-domain boundary (HGX: node boundary) once per
+  // channel; NCCL spreads channels over the NICs the domain's members sit next
+  // to (rail-optimized: one per GPU), so the crossing runs at the domain's
+  // usable NIC aggregate, not one NIC.
+  const int64_t usable_nics = std::min<int64_t>(g.max_ranks_per_node, nics_per_domain());
   return std::min(links_.nvlink_bytes_per_s, static_cast<double>(usable_nics) * links_.nic_bytes_per_s);
 }
 
@@ -185,7 +188,7 @@ void CollectiveModel::add_all_to_all(const GroupShape& g, Candidates& out) const
   if (g.nodes == 1) {
     seconds_per_byte = (n - 1.0) / n / links_.nvlink_bytes_per_s;
   } else {
-    const double usable_nics = static_cast<double>(std::min<int64_t>(g.max_ranks_per_node, links_.nics_per_node));
+    const double usable_nics = static_cast<double>(std::min<int64_t>(g.max_ranks_per_node, nics_per_domain()));
     const double nic_share = usable_nics * links_.nic_bytes_per_s / k;
     seconds_per_byte = std::max((k - 1.0) / n / links_.nvlink_bytes_per_s, (n - k) / n / nic_share);
   }

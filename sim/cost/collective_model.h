@@ -23,6 +23,10 @@ struct Interconnect {
   double nic_bytes_per_s = 0;  // one NIC, per direction × efficiency
   double nic_latency_s = 0;
   int64_t nics_per_node = 0;
+  // NICs of one NVLink domain: nics_per_node × nodes per domain
+  // (docs/network.md#nvlink-domains). A group's "nodes" in GroupShape are its
+  // NVLink domains, and a domain's crossings may use any of its NICs.
+  int64_t nics_per_domain = 0;
   bool nvls = false;
 };
 
@@ -75,6 +79,12 @@ class CollectiveModel {
   void add_tree(const GroupShape& group, Candidates& out) const;
   void add_nvls(const GroupShape& group, Candidates& out) const;
   void add_all_to_all(const GroupShape& group, Candidates& out) const;
+
+  // links_.nics_per_domain, or nics_per_node for an Interconnect built by
+  // hand without it (one node per domain).
+  int64_t nics_per_domain() const {
+    return links_.nics_per_domain > 0 ? links_.nics_per_domain : links_.nics_per_node;
+  }
 
   Interconnect links_;
 };

@@ -17,8 +17,10 @@ namespace lacuna::cost {
 // How a communication group sits on the cluster.
 struct GroupShape {
   int32_t size = 1;                // ranks in the group
-  int32_t nodes = 1;               // distinct nodes they occupy
-  int32_t max_ranks_per_node = 1;  // the most group members on one node
+  // "Node" here is an NVLink domain (docs/network.md#nvlink-domains): the
+  // HGX node, or a whole NVL72 rack of trays; cost::shape_of_ranks maps them.
+  int32_t nodes = 1;               // distinct NVLink domains they occupy
+  int32_t max_ranks_per_node = 1;  // the most group members in one domain
   bool operator==(const GroupShape&) const = default;
 };
 

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "sim/scenario/nvlink_domain.h"
+
 namespace lacuna::cost {
 
 GroupShape shape_of_nodes(std::vector<int64_t> member_nodes) {
@@ -21,10 +23,13 @@ GroupShape shape_of_nodes(std::vector<int64_t> member_nodes) {
 }
 
 GroupShape shape_of_ranks(const ir::Program& program, std::span<const int32_t> ranks) {
-  std::vector<int64_t> nodes;
-  nodes.reserve(ranks.size());
-  for (const int32_t r : ranks) nodes.push_back(program.ranks(r).node());
-  return shape_of_nodes(std::move(nodes));
+  // Domains, not nodes: GPUs of one NVLink domain talk over NVLink even on
+  // different trays (docs/network.md#nvlink-domains).
+  const int64_t per_domain = scenario::nodes_per_nvlink_domain(program.cluster());
+  std::vector<int64_t> domains;
+  domains.reserve(ranks.size());
+  for (const int32_t r : ranks) domains.push_back(program.ranks(r).node() / per_domain);
+  return shape_of_nodes(std::move(domains));
 }
 
 }  // namespace lacuna::cost

@@ -45,13 +45,23 @@ Bytes layer_activation_bytes(const LayerActivationInputs& in) {
   // splits the sequence): norm inputs, QKV input (norm output), attention
   // dropout mask, FC1 input (the shared norm output with parallel attn/MLP),
   // MLP dropout mask.
-  const int64_t replicated_per_token =
+  int64_t replicated_per_token =
       in.parallel_attention_mlp ? (2 + 2 + 1 + 0 + 1) * h : (4 + 2 + 1 + 2 + 1) * h;
   // Bytes per token inside the TP region (split over t): Q, K and V, the
   // attention output (projection input), the activation function's input (two
   // FC1 outputs for SwiGLU) and FC2's input.
   const int64_t act_input = in.activation == scenario::SWIGLU ? 4 * f : 2 * f;
-  const int64_t split_per_token = 2 * h + 2 * 2 * kv_heads * head_dim + 2 * h + act_input + 2 * f;
+  int64_t split_per_token = 2 * h + 2 * 2 * kv_heads * head_dim + 2 * h + act_input + 2 * f;
+  if (in.fp8_gemm_inputs) {
+    // Transformer Engine saves each FP8 linear layer's quantized input
+    // (module/linear.py, saved_inputmat): QKV's and FC1's inputs 1 B instead
+    // of 2 B (with parallel attention/MLP the shared norm output becomes two
+    // FP8 copies, 2 × 1 B: unchanged); FC2's input 1 B; the projection saves
+    // an FP8 copy beside the bf16 attention output the attention backward
+    // still reads (+1 B).
+    if (!in.parallel_attention_mlp) replicated_per_token -= 2 * h;
+    split_per_token += h - f;
+  }
   // Softmax output (2), dropout mask (1) and dropout output (2) per score of the
   // a × s_q × s_kv attention matrix; FlashAttention and selective recompute do
   // not keep it.

@@ -24,6 +24,9 @@ struct LayerActivationInputs {
   bool sequence_parallel = false;
   scenario::Recompute recompute = scenario::RECOMPUTE_NONE;
   bool flash_attention = true;  // lacuna's attention kernel is FlashAttention-style
+  // FP8 activation storage (docs/fp8.md#activation-memory): the linear
+  // layers' saved inputs are the FP8 copies their casts made.
+  bool fp8_gemm_inputs = false;
 };
 
 // Bytes one transformer layer keeps on one rank for one microbatch between its

@@ -10,6 +10,7 @@ namespace lacuna::cost {
 namespace {
 
 constexpr const char* kDefaultKey = "DEFAULT";
+constexpr const char* kFp8GemmKey = "GEMM_FP8";
 
 SourceLocation field(const std::string& path) {
   SourceLocation where;
@@ -45,10 +46,25 @@ double peak_flops_for(const scenario::GpuSpec& gpu, scenario::Precision precisio
   return tflops * 1e12;
 }
 
+scenario::Precision base_precision(scenario::Precision program) {
+  return program == scenario::FP8 ? scenario::BF16 : program;
+}
+
 RooflineModel::RooflineModel(const scenario::GpuSpec& gpu, scenario::Precision precision)
     : shapes_(gpu.shape_model(), gpu.num_sms()) {
-  const double peak = peak_flops_for(gpu, precision);
+  // The program's own peak must exist (FP8 on a GPU without FP8 fails here).
+  const double program_peak = peak_flops_for(gpu, precision);
+  base_ = base_precision(precision);
+  const double peak = base_ == precision ? program_peak : peak_flops_for(gpu, base_);
   peak_ = peak;
+  for (int p = 0; p < scenario::Precision_ARRAYSIZE; ++p) {
+    if (!scenario::Precision_IsValid(p) || p == scenario::PRECISION_UNSPECIFIED) continue;
+    try {
+      peak_ratio_[static_cast<size_t>(p)] = peak_flops_for(gpu, static_cast<scenario::Precision>(p)) / peak;
+    } catch (const Error&) {
+      peak_ratio_[static_cast<size_t>(p)] = 0;  // asked for by an op: error in ratio()
+    }
+  }
   if (!gpu.has_hbm_bandwidth_gb_per_s() || !(gpu.hbm_bandwidth_gb_per_s() > 0)) {
     throw Error(field("cluster.gpu.hbm_bandwidth_gb_per_s"), "must be set and positive", "e.g. 3350 for H100 SXM");
   }
@@ -62,9 +78,9 @@ RooflineModel::RooflineModel(const scenario::GpuSpec& gpu, scenario::Precision p
 
   for (const auto& [key, eff] : gpu.efficiency()) {
     ir::OpClass unused;
-    if (key != kDefaultKey && !ir::OpClass_Parse(key, &unused)) {
+    if (key != kDefaultKey && key != kFp8GemmKey && !ir::OpClass_Parse(key, &unused)) {
       throw Error(field("cluster.gpu.efficiency[" + key + "]"), "not an op class",
-                  "use an OpClass name from program.proto (GEMM, ATTENTION, ...) or DEFAULT");
+                  "use an OpClass name from program.proto (GEMM, ATTENTION, ...), GEMM_FP8 or DEFAULT");
     }
     check_fraction(eff.has_flops(), eff.flops(), "cluster.gpu.efficiency[" + key + "].flops");
     check_fraction(eff.has_memory(), eff.memory(), "cluster.gpu.efficiency[" + key + "].memory");
@@ -93,6 +109,20 @@ RooflineModel::RooflineModel(const scenario::GpuSpec& gpu, scenario::Precision p
     }
     by_class_[c] = r;
   }
+  const auto fp8 = map.find(kFp8GemmKey);
+  if (fp8 != map.end() && fp8->second.has_flops()) {
+    has_fp8_gemm_ = true;
+    fp8_gemm_flops_per_s_ = peak * fp8->second.flops();
+  }
+}
+
+// The class's resolved roofs; FP8 GEMMs take the GEMM_FP8 FLOP efficiency
+// where the GPU has one (their bytes roof stays the GEMM class's).
+const RooflineModel::Resolved& RooflineModel::resolved(const ir::Compute& op, double* flops_per_s) const {
+  const Resolved& r = by_class_[static_cast<int>(op.op_class())];
+  *flops_per_s = r.flops_per_s;
+  if (has_fp8_gemm_ && op.op_class() == ir::GEMM && op.precision() == scenario::FP8) *flops_per_s = fp8_gemm_flops_per_s_;
+  return r;
 }
 
 namespace {
@@ -106,17 +136,30 @@ void check_class(const ir::Compute& op) {
 
 }  // namespace
 
+double RooflineModel::ratio(const ir::Compute& op) const {
+  const scenario::Precision p = op.precision();
+  if (p == scenario::PRECISION_UNSPECIFIED || p == base_) return 1.0;
+  const int i = static_cast<int>(p);
+  const double r = (i > 0 && i < scenario::Precision_ARRAYSIZE) ? peak_ratio_[static_cast<size_t>(i)] : 0.0;
+  if (!(r > 0)) {
+    throw Error(field("cluster.gpu"), "an op runs in " + scenario::Precision_Name(p) + " but the GPU has no peak for it",
+                "set the GPU's peak for that precision");
+  }
+  return r;
+}
+
 double RooflineModel::flops_efficiency(const ir::Compute& op) const {
   check_class(op);
-  const Resolved& r = by_class_[static_cast<int>(op.op_class())];
-  return r.has_flops ? r.flops_per_s / peak_ * shapes_.factor(op) : 0.0;
+  double class_flops_per_s = 0;
+  const Resolved& r = resolved(op, &class_flops_per_s);
+  return r.has_flops ? class_flops_per_s / peak_ * shapes_.factor(op) : 0.0;
 }
 
 TimeNs RooflineModel::time(const ir::Compute& op) const {
   if (op.fixed_duration_ns() > 0) return TimeNs(op.fixed_duration_ns());
   check_class(op);
-  const int c = static_cast<int>(op.op_class());
-  const Resolved& r = by_class_[c];
+  double class_flops_per_s = 0;
+  const Resolved& r = resolved(op, &class_flops_per_s);
   if (!r.has_flops || !r.has_memory) {
     const std::string& key = ir::OpClass_Name(op.op_class());
     throw Error(field("cluster.gpu.efficiency"),
@@ -132,7 +175,8 @@ TimeNs RooflineModel::time(const ir::Compute& op) const {
   // same bytes. It is exactly 1 for a flat model and for memory-bound classes,
   // so those times are the class roofline's to the bit.
   const double shape = op.flops() > 0 ? shapes_.factor(op) : 1.0;
-  const double seconds = std::max(op.flops() / (r.flops_per_s * shape), op.bytes() / r.bytes_per_s) + overhead_s_;
+  const double flops_per_s = op.flops() > 0 ? class_flops_per_s * ratio(op) : class_flops_per_s;
+  const double seconds = std::max(op.flops() / (flops_per_s * shape), op.bytes() / r.bytes_per_s) + overhead_s_;
   return TimeNs::from_seconds(seconds);
 }
 

@@ -78,13 +78,18 @@ TEST(Roofline, MissingKeyWithoutDefaultNamesTheKey) {
               ::testing::ThrowsMessage<Error>(::testing::HasSubstr("ELEMENTWISE")));
 }
 
+// The op's precision selects the peak; an FP8 program's untagged ops run at
+// its BF16 base (docs/fp8.md#cost), its FP8-tagged GEMMs at the FP8 peak.
 TEST(Roofline, PrecisionSelectsThePeak) {
   RooflineModel bf16(hgx_hopper(1).gpu(), scenario::BF16);
   RooflineModel fp8(hgx_hopper(1).gpu(), scenario::FP8);
   const double flops = 1e15;
   const double bf16_s = bf16.time(op(ir::GEMM, flops, 0)).seconds() - 3e-6;
-  const double fp8_s = fp8.time(op(ir::GEMM, flops, 0)).seconds() - 3e-6;
+  ir::Compute tagged = op(ir::GEMM, flops, 0);
+  tagged.set_precision(scenario::FP8);
+  const double fp8_s = fp8.time(tagged).seconds() - 3e-6;
   EXPECT_NEAR(bf16_s / fp8_s, 1979.0 / 989.0, 1e-6);
+  EXPECT_EQ(fp8.time(op(ir::GEMM, flops, 0)), bf16.time(op(ir::GEMM, flops, 0)));
   EXPECT_THAT([] { RooflineModel(dgx_a100(1).gpu(), scenario::FP8); },
               ::testing::ThrowsMessage<Error>(::testing::HasSubstr("peak_fp8_tflops")));
   EXPECT_THROW(RooflineModel(dgx_a100(1).gpu(), scenario::PRECISION_UNSPECIFIED), Error);

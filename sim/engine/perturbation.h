@@ -11,7 +11,9 @@
 // loads.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <vector>
 
 #include "sim/proto/program.pb.h"
 
@@ -29,6 +31,12 @@ struct OpRef {
 // Which per-op hooks an op takes (Perturbation::perturbs).
 inline constexpr uint8_t kPerturbCompute = 1;  // compute_factor
 inline constexpr uint8_t kPerturbHost = 2;     // host_delay
+// With kPerturbCompute: the op's factor is a pure function of (rank, layer,
+// microbatch, iteration) that a folded representative may take as the
+// largest over the ranks it stands for (MoE expert load: the EP group waits
+// for its busiest rank anyway, docs/moe.md#load-imbalance). Without this bit
+// a per-op factor is refused under fold.
+inline constexpr uint8_t kPerturbFoldable = 4;
 
 // Delays before an op is issued (docs/engine.md#host): `pause_ns` stalls the
 // stream's host thread (a garbage collection: hidden while the host runs
@@ -54,6 +62,19 @@ class Perturbation {
   // Multiplies the compute duration of an op with kPerturbCompute (after
   // rank_compute_factor). > 0 and finite.
   virtual double compute_factor(const OpRef& op) const = 0;
+
+  // For an op with kPerturbFoldable under fold: the factor of a
+  // representative standing for `members` (op.rank among them), the largest
+  // of theirs. Override when that is cheaper than asking each member.
+  virtual double compute_factor_folded(const OpRef& op, const std::vector<int32_t>& members) const {
+    double f = compute_factor(op);
+    for (int32_t member : members) {
+      OpRef other = op;
+      other.rank = member;
+      f = std::max(f, compute_factor(other));
+    }
+    return f;
+  }
 
   // Delays of an op with kPerturbHost; both ≥ 0.
   virtual HostDelay host_delay(const OpRef& op) const = 0;

@@ -25,8 +25,9 @@ void Simulator::Impl::apply_perturbation(const ir::Program& p, const std::vector
       for (uint32_t i = fc.streams[s].begin; i < fc.streams[s].end; ++i) {
         FlatOp& op = fc.ops[i];
         uint8_t bits = perturbation->perturbs(*fc.ir[i], kind);
-        if (op.kind != OpKind::kCompute) bits &= static_cast<uint8_t>(~kPerturbCompute);
-        if (bits != 0 && options.fold) {
+        if (op.kind != OpKind::kCompute) bits &= static_cast<uint8_t>(~(kPerturbCompute | kPerturbFoldable));
+        const bool foldable = bits == (kPerturbCompute | kPerturbFoldable);
+        if (bits != 0 && options.fold && !foldable) {
           // A folded representative stands for ranks whose draws differ op by
           // op; no single draw is right for all of them (docs/variability.md#fold).
           throw Error(SourceLocation{{}, 0, 0, "--fold"},
@@ -59,7 +60,12 @@ void Simulator::Impl::apply_perturbation(const ir::Program& p, const std::vector
 TimeNs Simulator::Impl::perturbed_compute(const StreamState& st, const SimRank& rk, const FlatOp& op) const {
   const FlatClass& fc = classes[rk.cls];
   const OpRef ref{rk.rank, st.local, static_cast<int32_t>(st.cursor - st.begin), st.iteration, fc.ir[st.cursor]};
-  const double f = perturbation->compute_factor(ref);
+  // Under fold a representative computes at its busiest member's load: the
+  // members meet at the op's collectives and wait for that one.
+  const double f = (op.perturb & kPerturbFoldable) != 0 && options.fold
+                       ? perturbation->compute_factor_folded(
+                             ref, simulated.represents[static_cast<size_t>(&rk - ranks.data())])
+                       : perturbation->compute_factor(ref);
   const double v = static_cast<double>(op.value) * rk.scale * f;
   if (!(f > 0) || !std::isfinite(f) || v > 4e18) {
     throw Error(where(static_cast<uint32_t>(&st - streams.data())) + ": perturbed compute duration out of range (factor " +

@@ -17,6 +17,7 @@
 #include "sim/cost/group_shape.h"
 #include "sim/engine/simulator_impl.h"
 #include "sim/ir/validate.h"
+#include "sim/scenario/nvlink_domain.h"
 
 namespace lacuna::engine {
 namespace {
@@ -83,7 +84,7 @@ Simulator::Impl::Impl(const ir::Program& p, const cost::CostModel& cost, Simulat
     sr.cls = c;
     sr.scaled = b.has_compute_time_scale() && b.compute_time_scale() != 1.0;
     sr.scale = b.has_compute_time_scale() ? b.compute_time_scale() : 1.0;
-    sr.node = b.node();
+    sr.node = static_cast<int32_t>(b.node() / scenario::nodes_per_nvlink_domain(p.cluster()));
     sr.stream_base = stream_base;
     sr.num_streams = static_cast<uint32_t>(fc.streams.size());
     stream_base += sr.num_streams;

@@ -69,6 +69,8 @@ struct SimRank {
   int32_t cls = 0;
   bool scaled = false;
   double scale = 1.0;
+  // NVLink domain of the rank's node (docs/network.md#nvlink-domains): a
+  // transfer within one runs over NVLink, even between trays of an NVL72.
   int32_t node = 0;
   uint32_t stream_base = 0;    // into Impl::streams
   uint32_t event_base = 0;     // into Impl::event_counts

@@ -1,5 +1,7 @@
 #include "sim/model/accounting.h"
 
+#include "sim/model/moe.h"
+
 namespace lacuna::model {
 namespace {
 
@@ -11,6 +13,29 @@ int64_t norm_parameters(const LayerShape& s) { return (s.norm == scenario::RMSNO
 double key_span(const LayerShape& s) {
   const int64_t span = s.attention_window > 0 && s.attention_window < s.seq_length ? s.attention_window : s.seq_length;
   return static_cast<double>(span);
+}
+
+// MoE layers of the stack (docs/moe.md#model-flops).
+int64_t moe_layers(const LayerShape& s, int64_t num_layers) {
+  int64_t n = 0;
+  for (int64_t l = 0; l < num_layers; ++l) n += s.moe.is_moe_layer(l) ? 1 : 0;
+  return n;
+}
+
+// Forward model FLOPs the MoE MLP adds over the dense one, per MoE layer:
+// MFU counts activated parameters (top_k routed experts, the shared
+// experts and the router) instead of the dense MLP.
+double moe_flops_delta(const LayerShape& s) {
+  const double t = static_cast<double>(s.tokens()), h = static_cast<double>(s.hidden);
+  const double dense = 2.0 * t * (h * static_cast<double>(s.fc1_width()) + static_cast<double>(s.ffn_per_rank()) * h);
+  return moe_mlp_model_flops_forward(s) - dense;
+}
+
+// The whole stack's forward model FLOPs.
+double stack_forward(const LayerShape& one, int64_t num_layers) {
+  double f = static_cast<double>(num_layers) * layer_model_flops_forward(one);
+  if (one.moe.enabled()) f += static_cast<double>(moe_layers(one, num_layers)) * moe_flops_delta(one);
+  return f;
 }
 
 }  // namespace
@@ -45,7 +70,15 @@ int64_t head_parameters(const LayerShape& s) {
 int64_t model_parameters(const LayerShape& s, int64_t num_layers) {
   const LayerShape full = unsharded(s, s.micro_batch);
   const int64_t output = full.untied_output ? full.vocab * full.hidden : 0;
-  return num_layers * layer_parameters(full) + embedding_parameters(full) + output + norm_parameters(full);
+  int64_t moe = 0;
+  if (full.moe.enabled()) {
+    // Every expert once: the whole model's experts, unsplit.
+    LayerShape all = full;
+    all.moe.ep = 1;
+    all.moe.expert_tp = 1;
+    moe = moe_layers(full, num_layers) * (moe_mlp_parameters(all) - dense_mlp_parameters(full));
+  }
+  return num_layers * layer_parameters(full) + moe + embedding_parameters(full) + output + norm_parameters(full);
 }
 
 double layer_model_flops_forward(const LayerShape& s) {
@@ -66,8 +99,7 @@ double head_model_flops_forward(const LayerShape& s) {
 
 double model_flops_per_iteration(const LayerShape& s, int64_t num_layers, int64_t global_batch) {
   const LayerShape one = unsharded(s, 1);
-  const double forward =
-      static_cast<double>(num_layers) * layer_model_flops_forward(one) + head_model_flops_forward(one);
+  const double forward = stack_forward(one, num_layers) + head_model_flops_forward(one);
   return 3.0 * static_cast<double>(global_batch) * forward;
 }
 
@@ -76,7 +108,8 @@ double hardware_flops_per_iteration(const LayerShape& s, int64_t num_layers, int
   const LayerShape one = unsharded(s, 1);
   double repeated_per_layer = 0;
   if (recompute == scenario::RECOMPUTE_FULL) {
-    repeated_per_layer = layer_model_flops_forward(one);
+    // The average layer (MoE layers count their activated FLOPs).
+    repeated_per_layer = num_layers > 0 ? stack_forward(one, num_layers) / static_cast<double>(num_layers) : 0;
   } else if (recompute == scenario::RECOMPUTE_SELECTIVE) {
     repeated_per_layer = 4.0 * static_cast<double>(one.tokens()) * key_span(one) * static_cast<double>(one.q_width());
   }

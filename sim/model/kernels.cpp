@@ -23,6 +23,7 @@ ir::Compute to_compute(const Kernel& k) {
   for (int64_t d : k.shape) c.add_shape(d);
   c.set_flops(k.flops);
   c.set_bytes(k.bytes);
+  if (k.precision != scenario::PRECISION_UNSPECIFIED) c.set_precision(k.precision);
   return c;
 }
 

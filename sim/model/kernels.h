@@ -20,6 +20,9 @@ struct Kernel {
   // Which piece of a GEMM split for TP communication overlap (-1: whole);
   // lets a collective name the piece that consumes it (layer.h, Consumer).
   int32_t chunk = -1;
+  // The precision the math runs in where it differs from the program's
+  // (FP8 GEMMs of an FP8 program, sim/model/fp8.h); unspecified: the program's.
+  scenario::Precision precision = scenario::PRECISION_UNSPECIFIED;
 
   bool is_matmul() const { return op_class == ir::GEMM || op_class == ir::ATTENTION; }
 };

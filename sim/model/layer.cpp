@@ -2,6 +2,10 @@
 
 #include <optional>
 
+#include "sim/model/fp8.h"
+#include "sim/model/mlp.h"
+#include "sim/model/moe.h"
+
 namespace lacuna::model {
 namespace {
 
@@ -61,28 +65,29 @@ void residual(std::vector<Step>& st, const LayerShape& s, ir::KernelRole role, P
   st.emplace_back(memory_bound(ir::RESIDUAL_ADD, role, phase, {elements}, d(elements), operands + 1));
 }
 
-Kernel activation_kernel(const LayerShape& s, Phase phase, bool backward) {
+Kernel activation_kernel(const LayerShape& s, Phase phase, bool backward, ir::KernelRole role = ir::ROLE_ACT) {
   const double elements = d(s.tokens() * s.ffn_per_rank());
   if (s.activation == scenario::SWIGLU) {
     // forward reads gate and up, writes the product; backward reads gate, up
     // and dy, writes dgate and dup.
-    return memory_bound(ir::SWIGLU, ir::ROLE_ACT, phase, {s.tokens(), s.ffn_per_rank()}, elements,
+    return memory_bound(ir::SWIGLU, role, phase, {s.tokens(), s.ffn_per_rank()}, elements,
                         backward ? 5 : 3);
   }
   // GELU forward reads x, writes y; backward reads x and dy, writes dx.
-  return memory_bound(ir::GELU, ir::ROLE_ACT, phase, {s.tokens() * s.ffn_per_rank()}, elements, backward ? 3 : 2);
+  return memory_bound(ir::GELU, role, phase, {s.tokens() * s.ffn_per_rank()}, elements, backward ? 3 : 2);
 }
 
 // FC1's bias and the activation: one kernel with --bias-gelu-fusion (and
 // Megatron's bias-SwiGLU fusion), the default; unfused, a bias add over FC1's
 // output (read, write) first. Backward is the same either way: the
 // activation's backward recomputes x + b, autograd's bias reduction follows.
-void activation(std::vector<Step>& st, const LayerShape& s, Phase phase, bool backward) {
+void activation(std::vector<Step>& st, const LayerShape& s, Phase phase, bool backward,
+                ir::KernelRole role = ir::ROLE_ACT) {
   if (!backward && s.linear_bias && !s.bias_gelu_fusion) {
     const int64_t elements = s.tokens() * s.fc1_width();
     st.emplace_back(memory_bound(ir::ELEMENTWISE, ir::ROLE_BIAS, phase, {elements}, d(elements), 2));
   }
-  st.emplace_back(activation_kernel(s, phase, backward));
+  st.emplace_back(activation_kernel(s, phase, backward, role));
 }
 
 // Y[tokens, out] = X[tokens, in]·W[in, out] and its two gradients.
@@ -91,9 +96,6 @@ Kernel linear_fwd(const LayerShape& s, ir::KernelRole role, Phase phase, int64_t
 }
 Kernel linear_dgrad(const LayerShape& s, ir::KernelRole role, int64_t in, int64_t out) {
   return gemm(role, ir::BACKWARD_INPUT, s.tokens(), in, out);  // dX = dY·Wᵀ
-}
-Kernel linear_wgrad(const LayerShape& s, ir::KernelRole role, int64_t in, int64_t out) {
-  return gemm(role, ir::BACKWARD_WEIGHT, in, out, s.tokens());  // dW = Xᵀ·dY
 }
 
 Kernel attention_fwd(const LayerShape& s, Phase phase) {
@@ -290,13 +292,22 @@ void row_forward(std::vector<Step>& st, const LayerShape& s, ir::KernelRole role
 // hook main_grad.add_(grad): read 2 + g, write g bytes per weight, g = 4 for
 // fp32 main gradients, 2 otherwise).
 void wgrad(std::vector<Step>& st, const LayerShape& s, ir::KernelRole role, int64_t in, int64_t out) {
-  st.emplace_back(linear_wgrad(s, role, in, out));
+  linear_wgrad_rows(st, s, role, in, out, s.tokens());
+}
+
+}  // namespace
+
+void linear_wgrad_rows(std::vector<Step>& st, const LayerShape& s, ir::KernelRole role, int64_t in, int64_t out,
+                       int64_t rows) {
+  st.emplace_back(gemm(role, ir::BACKWARD_WEIGHT, in, out, rows));  // dW = Xᵀ·dY
   if (!s.gradient_accumulation_fusion) {
     const int64_t weights = in * out;
     const int64_t g = s.grad_fp32 ? kFp32 : kBf16;
     st.emplace_back(stream_pass(ir::ROLE_GRAD_ACCUM, ir::BACKWARD_WEIGHT, weights, kBf16 + 2 * g));
   }
 }
+
+namespace {
 
 // A row-parallel linear's backward (FC2, projection): g's backward
 // communication (with SP the gradient's all-gather), the input gradient, the
@@ -346,6 +357,18 @@ void column_backward(std::vector<Step>& st, const LayerShape& s, ir::KernelRole 
 
 }  // namespace
 
+void mlp_forward(std::vector<Step>& st, const LayerShape& s, Phase phase, const MlpRoles& roles) {
+  column_forward(st, s, roles.fc1, phase, s.hidden, s.fc1_width());
+  activation(st, s, phase, false, roles.act);
+  row_forward(st, s, roles.fc2, phase, s.ffn_per_rank(), s.hidden, Consumer{});
+}
+
+void mlp_backward(std::vector<Step>& st, const LayerShape& s, const MlpRoles& roles, bool reduce, Consumer next) {
+  row_backward(st, s, roles.fc2, s.ffn_per_rank(), s.hidden);
+  activation(st, s, ir::BACKWARD_INPUT, true, roles.act);
+  column_backward(st, s, roles.fc1, s.hidden, s.fc1_width(), reduce, next);
+}
+
 std::vector<Kernel> norm_kernels(const LayerShape& s, ir::KernelRole role, Phase phase, bool backward,
                                  int64_t tokens) {
   const double e = d(tokens * s.hidden);
@@ -373,7 +396,11 @@ std::vector<Kernel> norm_kernels(const LayerShape& s, ir::KernelRole role, Phase
           memory_bound(ir::ELEMENTWISE, role, phase, {tokens * s.hidden}, e, 2), memory_bound(cls, role, phase, shape, e, 3)};
 }
 
-std::vector<Step> layer_forward(const LayerShape& s, Phase phase) {
+namespace {
+
+// The layer in BF16; layer_forward / layer_backward apply the FP8 pass
+// (fp8.h) once to the whole list.
+std::vector<Step> layer_forward_bf16(const LayerShape& s, Phase phase) {
   std::vector<Step> st;
   const int64_t h = s.hidden;
   norm(st, s, ir::ROLE_NORM_ATTN, phase, false);
@@ -393,17 +420,18 @@ std::vector<Step> layer_forward(const LayerShape& s, Phase phase) {
   row_forward(st, s, ir::ROLE_ATTN_PROJ, phase, s.q_width(), h, Consumer{});
   residual(st, s, ir::ROLE_RESIDUAL_ATTN, phase, 2, 1);
   norm(st, s, ir::ROLE_NORM_MLP, phase, false);
-  column_forward(st, s, ir::ROLE_FC1, phase, h, s.fc1_width());
-  activation(st, s, phase, false);
-  row_forward(st, s, ir::ROLE_FC2, phase, s.ffn_per_rank(), h, Consumer{});
+  if (s.moe_layer)
+    moe_mlp_forward(st, s, phase);
+  else
+    mlp_forward(st, s, phase, MlpRoles{});
   residual(st, s, ir::ROLE_RESIDUAL_MLP, phase, 2, 1);
   return st;
 }
 
-std::vector<Step> layer_backward(const LayerShape& s, scenario::Recompute recompute) {
+std::vector<Step> layer_backward_bf16(const LayerShape& s, scenario::Recompute recompute) {
   constexpr Phase kB = ir::BACKWARD_INPUT;
   std::vector<Step> st;
-  if (recompute == scenario::RECOMPUTE_FULL) st = layer_forward(s, ir::RECOMPUTE);
+  if (recompute == scenario::RECOMPUTE_FULL) st = layer_forward_bf16(s, ir::RECOMPUTE);
   const int64_t h = s.hidden;
   auto attention_core = [&] {
     add_cp(st, s, kB);
@@ -425,9 +453,10 @@ std::vector<Step> layer_backward(const LayerShape& s, scenario::Recompute recomp
     residual(st, s, ir::ROLE_RESIDUAL_MLP, kB, 2, 2);  // both branches' dropout
     return st;
   }
-  row_backward(st, s, ir::ROLE_FC2, s.ffn_per_rank(), h);
-  activation(st, s, kB, true);
-  column_backward(st, s, ir::ROLE_FC1, h, s.fc1_width(), true, Consumer{});
+  if (s.moe_layer)
+    moe_mlp_backward(st, s);
+  else
+    mlp_backward(st, s, MlpRoles{}, true, Consumer{});
   norm(st, s, ir::ROLE_NORM_MLP, kB, true);
   residual(st, s, ir::ROLE_RESIDUAL_MLP, kB, 2, 1);
   row_backward(st, s, ir::ROLE_ATTN_PROJ, s.q_width(), h);
@@ -436,6 +465,14 @@ std::vector<Step> layer_backward(const LayerShape& s, scenario::Recompute recomp
   norm(st, s, ir::ROLE_NORM_ATTN, kB, true);
   residual(st, s, ir::ROLE_RESIDUAL_ATTN, kB, 2, 1);
   return st;
+}
+
+}  // namespace
+
+std::vector<Step> layer_forward(const LayerShape& s, Phase phase) { return apply_fp8(s, layer_forward_bf16(s, phase)); }
+
+std::vector<Step> layer_backward(const LayerShape& s, scenario::Recompute recompute) {
+  return apply_fp8(s, layer_backward_bf16(s, recompute));
 }
 
 std::vector<Step> embedding_forward(const LayerShape& s) {

@@ -13,7 +13,11 @@
 
 namespace lacuna::model {
 
-enum class CommGroup { kTp, kCp };
+// kEp: the expert-parallel group (MoE dispatch and combine); kExpertTp: the
+// expert tensor-parallel group; kEpIntraDomain / kEpInterDomain: the EP ranks
+// of one NVLink domain / with the same position in every domain (hierarchical
+// dispatch, docs/moe.md#dispatchers).
+enum class CommGroup { kTp, kCp, kEp, kExpertTp, kEpIntraDomain, kEpInterDomain };
 
 // Which later kernel needs a collective's result; the compute stream waits
 // for the collective right before it. Every emitter (the compiler's stage

@@ -1,6 +1,11 @@
 #include "sim/model/layer_shape.h"
 
+#include <algorithm>
+
+#include "sim/model/fp8.h"
 #include "sim/scenario/execution.h"
+#include "sim/scenario/moe.h"
+#include "sim/scenario/nvlink_domain.h"
 
 namespace lacuna::model {
 
@@ -31,6 +36,33 @@ LayerShape layer_shape(const scenario::Scenario& spec) {
   s.sequence_parallel = par.sequence_parallel() && s.tp > 1;
   s.attention_window = llm.attention_window();
   apply_execution(s, spec);
+  s.fp8 = fp8_plan(spec);  // FP8 programs (docs/fp8.md)
+  if (scenario::has_moe(spec)) {
+    const scenario::Moe m = scenario::resolve_moe(spec);
+    s.moe.num_experts = m.num_experts();
+    s.moe.top_k = m.top_k();
+    s.moe.expert_ffn = m.expert_ffn_hidden_size();
+    s.moe.shared_ffn = m.shared_expert_ffn_hidden_size();
+    s.moe.layer_frequency = m.layer_frequency();
+    s.moe.first_dense_layers = m.first_dense_layers();
+    s.moe.capacity_factor = m.capacity_factor();
+    s.moe.pad_to_capacity = m.pad_to_capacity();
+    s.moe.dispatcher = m.dispatcher();
+    s.moe.grouped_gemm = m.grouped_gemm();
+    s.moe.ep = scenario::resolved_ep(spec);
+    s.moe.expert_tp = scenario::resolved_expert_tp(spec);
+    // An EP group's consecutive members are expert_tp ranks apart
+    // (Megatron-Core's expert order tp-ep-dp, docs/moe.md#groups): a domain
+    // of D GPUs holds D / expert_tp of them (at least 1, at most ep).
+    const int64_t domain = scenario::nvlink_domain_gpus(spec.cluster());
+    s.moe.ep_per_domain = std::clamp<int64_t>(domain / s.moe.expert_tp, 1, s.moe.ep);
+    while (s.moe.ep % s.moe.ep_per_domain != 0) --s.moe.ep_per_domain;
+  }
+  return s;
+}
+
+LayerShape for_layer(LayerShape s, int64_t layer) {
+  s.moe_layer = s.moe.is_moe_layer(layer);
   return s;
 }
 

@@ -5,9 +5,41 @@
 
 #include <cstdint>
 
+#include "sim/model/fp8_plan.h"
 #include "sim/proto/scenario.pb.h"
 
 namespace lacuna::model {
+
+// A mixture-of-experts MLP as one rank sees it (docs/moe.md). Resolved
+// (sim/scenario/moe.h): num_experts 0 means every layer is dense.
+struct MoeShape {
+  int64_t num_experts = 0;
+  int64_t top_k = 1;
+  int64_t expert_ffn = 0;       // one routed expert's FFN width (unsplit)
+  int64_t shared_ffn = 0;       // shared experts' total FFN width (0: none)
+  int64_t layer_frequency = 1;  // every N-th layer (after first_dense_layers) is MoE
+  int64_t first_dense_layers = 0;
+  double capacity_factor = 0;   // 0: dropless
+  bool pad_to_capacity = false;
+  scenario::MoeDispatcher dispatcher = scenario::DISPATCHER_ALLGATHER;
+  bool grouped_gemm = false;
+  int64_t ep = 1;
+  int64_t expert_tp = 1;
+  // EP ranks of one EP group inside one NVLink domain (hierarchical
+  // dispatch): min(ep, NVLink domain GPUs / the stride of the EP group).
+  int64_t ep_per_domain = 1;
+
+  bool enabled() const { return num_experts > 0; }
+  int64_t local_experts() const { return num_experts / ep; }
+  int64_t expert_ffn_per_rank() const { return expert_ffn / expert_tp; }
+  // Megatron-Core's --moe-layer-freq N with DeepSeek-V3's first dense layers:
+  // layer l (0-based, of the whole LLM) is MoE when l ≥ first_dense_layers
+  // and (l − first_dense_layers) % N == 0 (Megatron's pattern
+  // [1 if i % N == 0 else 0], megatron/core/models/gpt/gpt_layer_specs.py).
+  bool is_moe_layer(int64_t layer) const {
+    return enabled() && layer >= first_dense_layers && (layer - first_dense_layers) % layer_frequency == 0;
+  }
+};
 
 struct LayerShape {
   int64_t micro_batch = 1;
@@ -55,6 +87,13 @@ struct LayerShape {
   bool bias_dropout_fusion = true;
   bool masked_softmax_fusion = true;
   bool fused_layer_norm = true;
+  // Mixture of experts (docs/moe.md): the model's MoE settings, and whether
+  // this shape's MLP is the MoE one (set per layer by the caller: layer_forward
+  // and layer_backward build a MoE MLP when moe_layer is true).
+  MoeShape moe;
+  bool moe_layer = false;
+  // FP8 (training.precision FP8): which GEMMs run FP8, resolved (fp8.h).
+  Fp8Plan fp8;
 
   int64_t head_dim() const { return hidden / heads; }
   int64_t seq_per_rank() const { return seq_length / cp; }
@@ -96,5 +135,8 @@ void apply_execution(LayerShape& s, const scenario::Scenario& spec);
 // The same model with no parallelism and `micro_batch` sequences: what model
 // FLOPs and parameter totals are computed on.
 LayerShape unsharded(LayerShape shape, int64_t micro_batch);
+
+// `s` as layer `layer` of the LLM: moe_layer set when that layer is MoE.
+LayerShape for_layer(LayerShape s, int64_t layer);
 
 }  // namespace lacuna::model

@@ -104,30 +104,46 @@ CollectiveFlows::Group& CollectiveFlows::group(int32_t index) {
     const ir::RankBinding& r = program_.ranks(rank);
     g.members.push_back(Member{r.node(), r.local_gpu()});
   }
-  // NCCL orders a ring so that it enters and leaves every node once.
+  // NCCL orders a ring so that it enters and leaves every node once; with
+  // NVLink domains larger than a node (NCCL's multi-node NVLink) the domain
+  // plays the node's part: sorted by node, members of a domain are contiguous.
   std::sort(g.members.begin(), g.members.end(),
             [](const Member& a, const Member& b) { return a.node != b.node ? a.node < b.node : a.gpu < b.gpu; });
   int32_t most = 0;
   for (int32_t i = 0; i < static_cast<int32_t>(g.members.size()); ++i) {
-    if (i == 0 || g.members[i].node != g.members[i - 1].node) g.node_begin.push_back(i);
-  }
-  g.node_begin.push_back(static_cast<int32_t>(g.members.size()));
-  const int32_t nodes = static_cast<int32_t>(g.node_begin.size()) - 1;
-  for (int32_t j = 0; j < nodes; ++j) most = std::max(most, g.node_begin[j + 1] - g.node_begin[j]);
-  g.shape = cost::GroupShape{static_cast<int32_t>(g.members.size()), std::max(nodes, 1), std::max(most, 1)};
-  // The NICs a node's crossings use: NCCL's channels go through the NICs next
-  // to the node's members, min(ranks per node, NICs) of them.
-  const int32_t nics = topology_.nics_per_node();
-  const int32_t usable = std::min(g.shape.max_ranks_per_node, nics);
-  g.rails.resize(static_cast<size_t>(nodes));
-  for (int32_t j = 0; j < nodes && usable > 0; ++j) {
-    std::vector<int32_t>& rails = g.rails[j];
-    for (int32_t i = g.node_begin[j]; i < g.node_begin[j + 1] && static_cast<int32_t>(rails.size()) < usable; ++i) {
-      const int32_t r = topology_.rail_of(g.members[i].gpu);
-      if (std::find(rails.begin(), rails.end(), r) == rails.end()) rails.push_back(r);
+    const int32_t d = topology_.domain_of(g.members[i].node);
+    if (i == 0 || d != topology_.domain_of(g.members[i - 1].node)) {
+      g.domain_begin.push_back(i);
+      g.domain.push_back(d);
     }
-    for (int32_t r = 0; r < nics && static_cast<int32_t>(rails.size()) < usable; ++r) {
-      if (std::find(rails.begin(), rails.end(), r) == rails.end()) rails.push_back(r);
+  }
+  g.domain_begin.push_back(static_cast<int32_t>(g.members.size()));
+  const int32_t domains = static_cast<int32_t>(g.domain_begin.size()) - 1;
+  for (int32_t j = 0; j < domains; ++j) most = std::max(most, g.domain_begin[j + 1] - g.domain_begin[j]);
+  g.shape = cost::GroupShape{static_cast<int32_t>(g.members.size()), std::max(domains, 1), std::max(most, 1)};
+  // The NICs a domain's crossings use: NCCL's channels go through the NICs
+  // next to the domain's members, min(ranks per domain, NICs of the domain)
+  // of them: first each member's own rail, then the other NICs of the
+  // members' nodes, then those of the domain's other nodes (the analytic
+  // model's min(ranks, nics_per_node × nodes per domain), cost::Interconnect).
+  const int32_t nics = topology_.nics_per_node();
+  const int32_t npd = topology_.nodes_per_domain();
+  const int32_t usable = std::min(g.shape.max_ranks_per_node, nics * npd);
+  g.rails.resize(static_cast<size_t>(domains));
+  for (int32_t j = 0; j < domains && usable > 0; ++j) {
+    std::vector<Nic>& rails = g.rails[j];
+    auto add = [&](Nic nic) {
+      if (static_cast<int32_t>(rails.size()) < usable && std::find(rails.begin(), rails.end(), nic) == rails.end())
+        rails.push_back(nic);
+    };
+    const int32_t begin = g.domain_begin[j], end = g.domain_begin[j + 1];
+    for (int32_t i = begin; i < end; ++i) add(Nic{g.members[i].node, topology_.rail_of(g.members[i].gpu)});
+    for (int32_t i = begin; i < end; ++i) {
+      for (int32_t r = 0; r < nics; ++r) add(Nic{g.members[i].node, r});
+    }
+    const int32_t first = topology_.first_node_of_domain(g.domain[j]);
+    for (int32_t n = first; n < first + npd; ++n) {
+      for (int32_t r = 0; r < nics; ++r) add(Nic{n, r});
     }
   }
   g.ready = true;
@@ -147,11 +163,12 @@ const cost::Candidates& CollectiveFlows::filtered(int32_t index, Group& g, ir::C
     if (!restrict_algo || c.algorithm == algo) out.items[out.count++] = c;
   }
   const std::string where = ir::CollectiveKind_Name(kind) + " on group " + std::to_string(index) + " (" +
-                            std::to_string(g.shape.size) + " ranks on " + std::to_string(g.shape.nodes) + " nodes)";
+                            std::to_string(g.shape.size) + " ranks on " + std::to_string(g.shape.nodes) +
+                            (topology_.nodes_per_domain() > 1 ? " NVLink domains)" : " nodes)");
   if (out.count == 0) {
     throw Error(field("cluster.network.algorithm"),
                 std::string("NCCL cannot run ") + algorithm_name(algo) + " for " + where +
-                    (algo == Algorithm::kNvls ? ": NVLS needs cluster.nvls and every member in one node" : ""),
+                    (algo == Algorithm::kNvls ? ": NVLS needs cluster.nvls and every member in one NVLink domain" : ""),
                 "use NCCL_ALGO_AUTO or an algorithm this group supports");
   }
   Protocol proto{};
@@ -186,28 +203,35 @@ cost::Candidate CollectiveFlows::choose(int32_t index, ir::CollectiveKind kind, 
   return *pick;
 }
 
-void CollectiveFlows::add_node_hop(const Group& g, int32_t from, int32_t to, double coefficient) {
-  const int32_t src = g.members[g.node_begin[from]].node;
-  const int32_t dst = g.members[g.node_begin[to]].node;
-  const std::vector<int32_t>& rails = g.rails[from];
+int32_t CollectiveFlows::landing_node(const Group& g, const Nic& nic, int32_t to) const {
+  const int32_t offset = nic.node - topology_.first_node_of_domain(topology_.domain_of(nic.node));
+  return topology_.first_node_of_domain(g.domain[to]) + offset;
+}
+
+void CollectiveFlows::add_domain_hop(const Group& g, int32_t from, int32_t to, double coefficient) {
+  const std::vector<Nic>& rails = g.rails[from];
   const double share = coefficient / static_cast<double>(rails.size());
-  for (int32_t r : rails) topology_.for_each_hop_link(src, dst, r, [&](LinkId l) { builder_.add(l, share); });
+  for (const Nic& nic : rails) {
+    topology_.for_each_hop_link(nic.node, landing_node(g, nic, to), nic.rail,
+                                [&](LinkId l) { builder_.add(l, share); });
+  }
 }
 
 void CollectiveFlows::add_hop(const Group& g, int32_t from, int32_t to, double coefficient) {
   const Member& a = g.members[from];
   const Member& b = g.members[to];
-  if (a.node == b.node) {
+  if (topology_.domain_of(a.node) == topology_.domain_of(b.node)) {
+    // One NVLink domain: through the NVLink switch fabric, even across trays.
     builder_.add(topology_.nvlink_up(a.node, a.gpu), coefficient);
     builder_.add(topology_.nvlink_down(b.node, b.gpu), coefficient);
     return;
   }
-  // A node-crossing hop is spread by NCCL's channels over the node's NICs.
-  const auto node_index = [&](int32_t member) {
-    return static_cast<int32_t>(std::upper_bound(g.node_begin.begin(), g.node_begin.end(), member) -
-                                g.node_begin.begin()) - 1;
+  // A domain-crossing hop is spread by NCCL's channels over the domain's NICs.
+  const auto domain_index = [&](int32_t member) {
+    return static_cast<int32_t>(std::upper_bound(g.domain_begin.begin(), g.domain_begin.end(), member) -
+                                g.domain_begin.begin()) - 1;
   };
-  add_node_hop(g, node_index(from), node_index(to), coefficient);
+  add_domain_hop(g, domain_index(from), domain_index(to), coefficient);
 }
 
 void CollectiveFlows::ring_pattern(const Group& g, ir::CollectiveKind kind) {
@@ -220,23 +244,23 @@ void CollectiveFlows::ring_pattern(const Group& g, ir::CollectiveKind kind) {
 }
 
 void CollectiveFlows::tree_pattern(const Group& g) {
-  // Inside a node: a chain; every edge carries S towards the head (reduce)
-  // and S back (broadcast), over both trees together.
-  const int32_t nodes = static_cast<int32_t>(g.node_begin.size()) - 1;
-  for (int32_t j = 0; j < nodes; ++j) {
-    for (int32_t i = g.node_begin[j]; i + 1 < g.node_begin[j + 1]; ++i) {
+  // Inside an NVLink domain: a chain; every edge carries S towards the head
+  // (reduce) and S back (broadcast), over both trees together.
+  const int32_t domains = static_cast<int32_t>(g.domain_begin.size()) - 1;
+  for (int32_t j = 0; j < domains; ++j) {
+    for (int32_t i = g.domain_begin[j]; i + 1 < g.domain_begin[j + 1]; ++i) {
       add_hop(g, i + 1, i, 1.0);
       add_hop(g, i, i + 1, 1.0);
     }
   }
-  // Across nodes: NCCL's double binary tree, S/2 per tree, up and down.
-  if (nodes < 2) return;
+  // Across domains: NCCL's double binary tree, S/2 per tree, up and down.
+  if (domains < 2) return;
   for (int32_t tree = 0; tree < 2; ++tree) {
-    for (int32_t j = 0; j < nodes; ++j) {
-      const int32_t parent = dtree_parent(nodes, tree, j);
+    for (int32_t j = 0; j < domains; ++j) {
+      const int32_t parent = dtree_parent(domains, tree, j);
       if (parent < 0) continue;
-      add_node_hop(g, j, parent, 0.5);
-      add_node_hop(g, parent, j, 0.5);
+      add_domain_hop(g, j, parent, 0.5);
+      add_domain_hop(g, parent, j, 0.5);
     }
   }
 }
@@ -252,27 +276,26 @@ void CollectiveFlows::nvls_pattern(const Group& g) {
 }
 
 void CollectiveFlows::all_to_all_pattern(const Group& g) {
-  // S/n from every rank to every other; off-node bytes leave through the
-  // rank's own NIC (its node's rails dealt out in member order), so NICs are
-  // not aggregated, and land on the same rail at the destination.
+  // S/n from every rank to every other; bytes leaving the NVLink domain go
+  // through the rank's own NIC (its domain's NICs dealt out in member order),
+  // so NICs are not aggregated, and land on the same rail at the destination.
   const int32_t n = g.shape.size;
   const double share = 1.0 / static_cast<double>(n);
-  const int32_t nodes = static_cast<int32_t>(g.node_begin.size()) - 1;
-  for (int32_t j = 0; j < nodes; ++j) {
-    for (int32_t i = g.node_begin[j]; i < g.node_begin[j + 1]; ++i) {
-      const Member& a = g.members[i];
-      for (int32_t t = 0; t < nodes; ++t) {
-        const int32_t count = g.node_begin[t + 1] - g.node_begin[t];
+  const int32_t domains = static_cast<int32_t>(g.domain_begin.size()) - 1;
+  for (int32_t j = 0; j < domains; ++j) {
+    for (int32_t i = g.domain_begin[j]; i < g.domain_begin[j + 1]; ++i) {
+      for (int32_t t = 0; t < domains; ++t) {
+        const int32_t count = g.domain_begin[t + 1] - g.domain_begin[t];
         if (t == j) {
-          for (int32_t q = g.node_begin[t]; q < g.node_begin[t + 1]; ++q) {
+          for (int32_t q = g.domain_begin[t]; q < g.domain_begin[t + 1]; ++q) {
             if (q != i) add_hop(g, i, q, share);
           }
           continue;
         }
-        const std::vector<int32_t>& rails = g.rails[j];
-        const int32_t rail = rails[static_cast<size_t>(i - g.node_begin[j]) % rails.size()];
+        const std::vector<Nic>& rails = g.rails[j];
+        const Nic& nic = rails[static_cast<size_t>(i - g.domain_begin[j]) % rails.size()];
         const double bytes = share * static_cast<double>(count);
-        topology_.for_each_hop_link(a.node, g.members[g.node_begin[t]].node, rail,
+        topology_.for_each_hop_link(nic.node, landing_node(g, nic, t), nic.rail,
                                     [&](LinkId l) { builder_.add(l, bytes); });
       }
     }
@@ -311,7 +334,7 @@ CollectiveFlows::Transfer CollectiveFlows::transfer(int32_t src_rank, int32_t ds
     const ir::RankBinding& a = program_.ranks(src_rank);
     const ir::RankBinding& b = program_.ranks(dst_rank);
     double latency = 0;
-    if (a.node() == b.node()) {
+    if (topology_.domain_of(a.node()) == topology_.domain_of(b.node())) {
       builder_.add(topology_.nvlink_up(a.node(), a.local_gpu()), 1.0);
       builder_.add(topology_.nvlink_down(b.node(), b.local_gpu()), 1.0);
       latency = links_.nvlink_latency_s;

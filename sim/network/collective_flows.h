@@ -54,6 +54,12 @@ class CollectiveFlows {
     int32_t node = 0;
     int32_t gpu = 0;
   };
+  // One NIC: the node (tray) it sits in and its index there (its rail).
+  struct Nic {
+    int32_t node = 0;
+    int32_t rail = 0;
+    bool operator==(const Nic&) const = default;
+  };
   struct CachedUsage {
     ir::CollectiveKind kind;
     cost::nccl::Algorithm algorithm;
@@ -62,9 +68,12 @@ class CollectiveFlows {
   };
   struct Group {
     bool ready = false;
-    std::vector<Member> members;             // by (node, local gpu): NCCL's ring order
-    std::vector<int32_t> node_begin;         // members of node j: [node_begin[j], node_begin[j+1])
-    std::vector<std::vector<int32_t>> rails;  // per node j: the NICs its crossings use
+    std::vector<Member> members;  // by (node, local gpu): NCCL's ring order
+    // Members of the group's j-th NVLink domain: [domain_begin[j],
+    // domain_begin[j+1]). With one domain per node (HGX) a domain is a node.
+    std::vector<int32_t> domain_begin;
+    std::vector<int32_t> domain;            // per j: the cluster's domain index
+    std::vector<std::vector<Nic>> rails;    // per j: the NICs its crossings use
     cost::GroupShape shape;
     std::array<bool, 8> filtered_ready{};
     std::array<cost::Candidates, 8> filtered{};
@@ -75,7 +84,11 @@ class CollectiveFlows {
   const cost::Candidates& filtered(int32_t index, Group& g, ir::CollectiveKind kind);
   // Traffic per byte of S of each algorithm, into builder_.
   void add_hop(const Group& g, int32_t from, int32_t to, double coefficient);
-  void add_node_hop(const Group& g, int32_t from_node_index, int32_t to_node_index, double coefficient);
+  // A crossing from the group's domain `from` to its domain `to`, spread over
+  // `from`'s NICs; each lands on the same rail of the tray at the same
+  // position in the destination domain.
+  void add_domain_hop(const Group& g, int32_t from, int32_t to, double coefficient);
+  int32_t landing_node(const Group& g, const Nic& nic, int32_t to) const;
   void ring_pattern(const Group& g, ir::CollectiveKind kind);
   void tree_pattern(const Group& g);
   void nvls_pattern(const Group& g);

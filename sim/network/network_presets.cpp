@@ -34,6 +34,25 @@ namespace {
 //        while any of its NCCL operations (including 1–2-channel p2p) is in
 //        flight, so it takes a value below that heavy-overlap average. This
 //        choice of 0.1 is an assumption bracketed by the measurement.
+//  [QX8] NVIDIA Quantum-X800 Q3400 InfiniBand switch (XDR): 144 ports of
+//        800 Gb/s (NVIDIA Quantum-X800 platform datasheet / GTC 2024).
+//  [SPX] NVIDIA Spectrum-X800 SN5600 Ethernet switch: 64 ports of 800 GbE
+//        (NVIDIA Spectrum-X / SN5600 datasheet).
+//  [NVRA] NVIDIA Enterprise Reference Architecture, NVL72 AI factory
+//        (docs.nvidia.com/enterprise-reference-architectures/nvl72-ai-factory,
+//        "Network Logical Architecture"): the GPU compute (east/west) fabric
+//        is a rail-optimized leaf-spine RDMA fabric through each GPU's
+//        SuperNIC; the NVLink domain of each rack is separate (not in here).
+//  [RDX] Assumption from the radix ([QX8], [SPX]), as [MS]'s aggregation
+//        tier: a 1:1 rail leaf gives half its ports to trays, one NIC per tray
+//        per rail: 72 trays (4 NVL72 racks) under a Quantum-X800 leaf, 32
+//        under an SN5600 leaf at 800 Gb/s (a 400 Gb/s ConnectX-7 on a
+//        2 × 400 breakout would double that: set tiers[0].children). One spine
+//        tier joins the leaves (no published NVL72 scalable-unit size was
+//        found).
+//  [B2H] Assumption: HGX B200 clusters take the DGX H100 SuperPOD fabric
+//        ([SPH]: 32-node rail-optimized scalable units, 8 rails of 400 Gb/s):
+//        a DGX B200 has the same 8 × 400 Gb/s ConnectX-7 rails.
 constexpr double kSlowdownUnderComm = 0.1;
 constexpr double kInfinibandTierLatencyUs = 0.5;
 constexpr double kEthernetTierLatencyUs = 1.0;
@@ -65,6 +84,12 @@ scenario::NetworkSpec make_preset(const std::string& name) {
     // 8 rails.
     add_tier(spec, "aggregation", 4, kEthernetTierLatencyUs);
     add_tier(spec, "spine", 0, kEthernetTierLatencyUs);
+  } else if (name == "nvl72-quantum-x800") {
+    add_tier(spec, "leaf", 72, kInfinibandTierLatencyUs);  // [RDX] 72 trays = 4 racks per rail leaf
+    add_tier(spec, "spine", 0, kInfinibandTierLatencyUs);  // [NVRA] leaf-spine
+  } else if (name == "nvl72-spectrum-x") {
+    add_tier(spec, "leaf", 32, kEthernetTierLatencyUs);    // [RDX] 32 trays per rail leaf at 800 GbE
+    add_tier(spec, "spine", 0, kEthernetTierLatencyUs);    // [NVRA]
   } else if (name == "single-switch") {
     add_tier(spec, "switch", 0, kInfinibandTierLatencyUs);  // one non-blocking switch
   } else {
@@ -136,13 +161,17 @@ void validate(const scenario::NetworkSpec& spec) {
 
 }  // namespace
 
-std::vector<std::string> network_preset_names() { return {"dgx-a100", "dgx-h100", "megascale", "single-switch"}; }
+std::vector<std::string> network_preset_names() {
+  return {"dgx-a100", "dgx-h100", "megascale", "nvl72-quantum-x800", "nvl72-spectrum-x", "single-switch"};
+}
 
 scenario::NetworkSpec network_preset(const std::string& name) { return make_preset(name); }
 
 std::string default_network_preset(const scenario::Cluster& cluster) {
   if (cluster.preset() == "a100-80gb-sxm") return "dgx-a100";
   if (cluster.preset() == "h100-sxm" || cluster.preset() == "h200-sxm") return "dgx-h100";
+  if (cluster.preset() == "b200") return "dgx-h100";  // [B2H]
+  if (cluster.preset() == "gb200-nvl72" || cluster.preset() == "gb300-nvl72") return "nvl72-quantum-x800";
   return "single-switch";
 }
 

@@ -11,7 +11,7 @@
 namespace lacuna::network {
 
 // Names accepted in cluster.network.preset: "dgx-a100", "dgx-h100",
-// "megascale", "single-switch".
+// "megascale", "nvl72-quantum-x800", "nvl72-spectrum-x", "single-switch".
 std::vector<std::string> network_preset_names();
 
 // The preset's NetworkSpec; lacuna::Error naming cluster.network.preset and
@@ -19,7 +19,8 @@ std::vector<std::string> network_preset_names();
 scenario::NetworkSpec network_preset(const std::string& name);
 
 // The preset a cluster gets when cluster.network.preset is empty: by GPU preset
-// ("a100-80gb-sxm" → "dgx-a100", "h100-sxm" / "h200-sxm" → "dgx-h100"), else
+// ("a100-80gb-sxm" → "dgx-a100", "h100-sxm" / "h200-sxm" / "b200" →
+// "dgx-h100", "gb200-nvl72" / "gb300-nvl72" → "nvl72-quantum-x800"), else
 // "single-switch" (one non-blocking tier).
 std::string default_network_preset(const scenario::Cluster& cluster);
 

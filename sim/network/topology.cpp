@@ -4,6 +4,7 @@
 
 #include "sim/core/error.h"
 #include "sim/cost/collective_model.h"
+#include "sim/scenario/nvlink_domain.h"
 
 namespace lacuna::network {
 namespace {
@@ -25,6 +26,17 @@ Topology::Topology(const scenario::Cluster& cluster, const scenario::NetworkSpec
   num_nodes_ = require_count(cluster.has_num_nodes(), cluster.num_nodes(), "cluster.num_nodes");
   gpus_per_node_ = require_count(cluster.has_gpus_per_node(), cluster.gpus_per_node(), "cluster.gpus_per_node");
   nics_per_node_ = ic.has_nic ? static_cast<int32_t>(ic.nics_per_node) : 0;
+  // Validated by the scenario (a whole number of nodes per domain, whole
+  // domains per cluster); a hand-built cluster that breaks it is refused here.
+  const int64_t domain_gpus = scenario::nvlink_domain_gpus(cluster);
+  if (domain_gpus % gpus_per_node_ != 0 || num_nodes_ % scenario::nodes_per_nvlink_domain(cluster) != 0) {
+    throw Error(field("cluster.nvlink_domain_gpus"),
+                std::to_string(domain_gpus) + " GPUs is not a whole number of nodes of " +
+                    std::to_string(gpus_per_node_) + " GPUs dividing the cluster's " + std::to_string(num_nodes_) +
+                    " nodes",
+                "use a multiple of gpus_per_node that divides num_nodes × gpus_per_node");
+  }
+  nodes_per_domain_ = static_cast<int32_t>(scenario::nodes_per_nvlink_domain(cluster));
   if (num_nodes_ > 1) {
     switch (cluster.topology()) {
       case scenario::RAIL_OPTIMIZED: rail_optimized_ = true; break;

@@ -1,7 +1,9 @@
 // The cluster's links, one direction each: per GPU an NVLink up and down to
-// the node's non-blocking NVSwitch; per node `nics_per_node` NICs with an up
-// and a down link to the first switch tier; per switch group of every tier but
-// the top one, its uplinks pooled into one trunk per direction (perfect ECMP)
+// its NVLink domain's non-blocking switch fabric (the node's NVSwitch, or an
+// NVL72 rack's NVLink Switch trays joining several nodes: every GPU pair of a
+// domain talks over these two links, docs/network.md#nvlink-domains); per
+// node `nics_per_node` NICs with an up and a down link to the first switch
+// tier; per switch group of every tier but the top one, its uplinks pooled into one trunk per direction (perfect ECMP)
 // with capacity = what its children can send into it / oversubscription.
 // Rail-optimized clusters have one first-tier switch group per (group, rail);
 // rails join above the first tier. docs/network.md describes it.
@@ -37,6 +39,11 @@ class Topology {
   int32_t gpus_per_node() const { return gpus_per_node_; }
   int32_t nics_per_node() const { return nics_per_node_; }
   int32_t num_tiers() const { return static_cast<int32_t>(tiers_.size()); }
+  // Nodes per NVLink domain (scenario::nodes_per_nvlink_domain) and the
+  // domain of a node: GPUs of one domain reach each other over NVLink only.
+  int32_t nodes_per_domain() const { return nodes_per_domain_; }
+  int32_t domain_of(int32_t node) const { return node / nodes_per_domain_; }
+  int32_t first_node_of_domain(int32_t domain) const { return domain * nodes_per_domain_; }
   bool rail_optimized() const { return rail_optimized_; }
 
   LinkId nvlink_up(int32_t node, int32_t gpu) const { return static_cast<LinkId>(2 * (node * gpus_per_node_ + gpu)); }
@@ -89,6 +96,7 @@ class Topology {
 
   int32_t num_nodes_ = 1;
   int32_t gpus_per_node_ = 1;
+  int32_t nodes_per_domain_ = 1;
   int32_t nics_per_node_ = 0;
   bool rail_optimized_ = false;
   LinkId nic_base_ = 0;

@@ -78,7 +78,9 @@ TEST(NetworkPresets, BadFieldsNameTheField) {
   expect_error(c, "cluster.network.compute_slowdown_under_comm", "[0, 10]");
   c.mutable_network()->clear_compute_slowdown_under_comm();
   c.mutable_network()->set_preset("dgx-b200");
-  expect_error(c, "cluster.network.preset", "\"dgx-a100\", \"dgx-h100\", \"megascale\", \"single-switch\"");
+  expect_error(c, "cluster.network.preset",
+               "\"dgx-a100\", \"dgx-h100\", \"megascale\", \"nvl72-quantum-x800\", \"nvl72-spectrum-x\", "
+               "\"single-switch\"");
 }
 
 TEST(Topology, RailOptimizedTrunksAndPaths) {

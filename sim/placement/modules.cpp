@@ -51,6 +51,10 @@ ir::ModuleInfo llm_module_info(const scenario::Scenario& spec) {
       model::model_flops_per_iteration(shape, spec.model().llm().num_layers(), spec.training().global_batch()));
   m.set_recompute(par.recompute());
   if (par.recompute() == scenario::RECOMPUTE_FULL) m.set_recompute_num_layers(par.recompute_num_layers());
+  if (shape.moe.enabled()) {  // docs/moe.md
+    m.set_ep(static_cast<int32_t>(shape.moe.ep));
+    m.set_expert_tp(static_cast<int32_t>(shape.moe.expert_tp));
+  }
   return m;
 }
 

@@ -20,6 +20,8 @@ std::string_view bubble_key(Bubble b) {
     case Bubble::kHostOverhead: return "host_overhead";
     case Bubble::kBoundaryExposed: return "boundary_exposed";
     case Bubble::kEncoderCommExposed: return "encoder_comm_exposed";
+    case Bubble::kMoeImbalance: return "moe_imbalance";
+    case Bubble::kEpExposed: return "ep_exposed";
   }
   return "?";
 }
@@ -37,6 +39,7 @@ Bubble exposed_category(CommKind kind) {
     case CommKind::kDp: return Bubble::kDpExposed;
     case CommKind::kBoundary: return Bubble::kBoundaryExposed;
     case CommKind::kEncoder: return Bubble::kEncoderCommExposed;
+    case CommKind::kEp: return Bubble::kEpExposed;
     default: return Bubble::kPpExposed;
   }
 }
@@ -163,9 +166,14 @@ void BubbleAccounting::on_op_end(const engine::OpSpan& span) {
     case ir::Op::kCollective:
     case ir::Op::kSend:
     case ir::Op::kRecv: {
-      idle_span(live, acc, issued, span.start);
       const ir::Stream& stream = program_->classes(live.class_id).streams(span.stream);
-      slot(acc, exposed_category(comm_kind(*program_, stream, op))) += span.end - span.start;
+      const CommKind kind = comm_kind(*program_, stream, op);
+      if (kind == CommKind::kEp && op.has_collective()) {
+        slot(acc, Bubble::kMoeImbalance) += std::max(TimeNs::zero(), span.start - issued);
+      } else {
+        idle_span(live, acc, issued, span.start);
+      }
+      slot(acc, exposed_category(kind)) += span.end - span.start;
       break;
     }
     case ir::Op::kWait:
@@ -197,7 +205,13 @@ void BubbleAccounting::on_wait_end(const engine::OpSpan& span, const engine::Wai
       const TimeNs queued_until = std::clamp(cause.ready, issued, span.end);
       const TimeNs started = std::clamp(cause.start, queued_until, span.end);
       slot(acc, exposed_category(kind)) += queued_until - issued;
-      idle_span(live, acc, queued_until, started);
+      if (kind == CommKind::kEp && stream.ops(cause.op).has_collective()) {
+        // Reached and waiting for its EP peers: the busiest rank's experts
+        // set the pace (docs/moe.md#load-imbalance).
+        slot(acc, Bubble::kMoeImbalance) += started - queued_until;
+      } else {
+        idle_span(live, acc, queued_until, started);
+      }
       slot(acc, exposed_category(kind)) += span.end - started;
       return;
     }

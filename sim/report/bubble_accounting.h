@@ -10,11 +10,16 @@
 //   attribute the rest of the op's idle time from `issued` on.
 // - An EventWait [issued, end] released by op X (WaitCause) running [xs, xe]:
 //   [max(issued, xs), end] is exposed communication of X's kind (TP, CP, PP,
-//   DP, boundary, encoder);
-//   [issued, min(xs, end)] is a dependency stall. If X is not communication,
+//   DP, boundary, encoder, EP);
+//   [issued, min(xs, end)] is a dependency stall — except for an EP
+//   collective, where [reached, xs] (the rank had issued it and waited for
+//   its EP peers to arrive) is moe_imbalance: the EP ranks run the same
+//   dense work, so a peer arrives late because its experts got more tokens
+//   (docs/moe.md#load-imbalance). If X is not communication,
 //   or there is no cause, the whole wait is a stall.
 // - A communication op placed directly on the compute stream: [issued, start]
-//   is a stall and [start, end] exposed communication of its kind.
+//   is a stall (moe_imbalance for an EP collective) and [start, end] exposed
+//   communication of its kind.
 // - Stalls before the rank's first FORWARD compute op are PP warm-up; stalls
 //   after its last backward (input or weight) compute op are PP cool-down;
 //   others are PP other. Idle after the stream's last op until the iteration
@@ -45,10 +50,11 @@
 
 namespace lacuna::report {
 
-// The first eight are the LLM taxonomy, shown for every program; the last two
+// The first eight are the LLM taxonomy, shown for every program; the next two
 // only occur in multimodal programs (BOUNDARY / ENCODER_COMM streams and their
-// groups), and the reports show them only there (so LLM-only output keeps its
-// form). The order is the order of every report's rows and keys.
+// groups), the last two only in MoE programs (EP groups, docs/moe.md), and
+// the reports show each group only where it occurs (so LLM-only output keeps
+// its form). The order is the order of every report's rows and keys.
 enum class Bubble : uint8_t {
   kPpWarmup,
   kPpCooldown,
@@ -60,25 +66,34 @@ enum class Bubble : uint8_t {
   kHostOverhead,
   kBoundaryExposed,
   kEncoderCommExposed,
+  kMoeImbalance,
+  kEpExposed,
 };
-inline constexpr int kNumBubbles = 10;
+inline constexpr int kNumBubbles = 12;
 inline constexpr int kNumLlmBubbles = 8;
+inline constexpr int kNumDenseBubbles = 10;  // LLM and multimodal: every category but the MoE two
 inline constexpr std::array<Bubble, kNumBubbles> kAllBubbles = {
-    Bubble::kPpWarmup,  Bubble::kPpCooldown, Bubble::kPpOther,      Bubble::kTpExposed,       Bubble::kCpExposed,
-    Bubble::kDpExposed, Bubble::kPpExposed,  Bubble::kHostOverhead, Bubble::kBoundaryExposed, Bubble::kEncoderCommExposed,
+    Bubble::kPpWarmup,       Bubble::kPpCooldown,         Bubble::kPpOther,       Bubble::kTpExposed,
+    Bubble::kCpExposed,      Bubble::kDpExposed,          Bubble::kPpExposed,     Bubble::kHostOverhead,
+    Bubble::kBoundaryExposed, Bubble::kEncoderCommExposed, Bubble::kMoeImbalance, Bubble::kEpExposed,
 };
 static_assert(static_cast<int>(Bubble::kHostOverhead) < kNumLlmBubbles &&
-                  static_cast<int>(Bubble::kBoundaryExposed) == kNumLlmBubbles,
-              "the LLM categories come first: bubble_shown() relies on it");
+                  static_cast<int>(Bubble::kBoundaryExposed) == kNumLlmBubbles &&
+                  static_cast<int>(Bubble::kMoeImbalance) == kNumDenseBubbles,
+              "the LLM categories come first, then the multimodal, then the MoE: bubble_shown() relies on it");
 // "pp_warmup", "pp_cooldown", "pp_other", "tp_exposed", "cp_exposed", "dp_exposed", "pp_exposed",
-// "host_overhead", "boundary_exposed", "encoder_comm_exposed"
+// "host_overhead", "boundary_exposed", "encoder_comm_exposed", "moe_imbalance", "ep_exposed"
 std::string_view bubble_key(Bubble b);
 // What host overhead means, where a report names it in words.
 inline constexpr std::string_view kHostOverheadLabel = "host (launch/framework)";
-// The categories a report shows: all ten for a multimodal program
-// (ProgramInfo.modules non-empty), the eight LLM ones otherwise.
-inline bool bubble_shown(Bubble b, bool multimodal) {
-  return multimodal || static_cast<int>(b) < kNumLlmBubbles;
+// The categories a report shows: the eight LLM ones always, the two
+// multimodal ones for a multimodal program (ProgramInfo.modules non-empty),
+// the two MoE ones for an MoE program (ProgramInfo.moe set).
+inline bool bubble_shown(Bubble b, bool multimodal, bool moe = false) {
+  const int i = static_cast<int>(b);
+  if (i < kNumLlmBubbles) return true;
+  if (i < kNumDenseBubbles) return multimodal;
+  return moe;
 }
 
 // The exposed-communication category of communication of `kind` (kNone and

@@ -206,7 +206,22 @@ TEST(BubbleAccounting, HostOverheadIsShownForEveryProgram) {
   EXPECT_TRUE(bubble_shown(Bubble::kPpExposed, false));
   EXPECT_FALSE(bubble_shown(Bubble::kBoundaryExposed, false));
   EXPECT_FALSE(bubble_shown(Bubble::kEncoderCommExposed, false));
-  for (Bubble b : kAllBubbles) EXPECT_TRUE(bubble_shown(b, true)) << bubble_key(b);
+  for (Bubble b : kAllBubbles) EXPECT_TRUE(bubble_shown(b, true, true)) << bubble_key(b);
+}
+
+// The MoE categories show only for MoE programs (dense and multimodal
+// outputs keep their form), and every MoE program shows both.
+TEST(BubbleAccounting, MoeCategoriesAreShownOnlyForMoePrograms) {
+  EXPECT_EQ(bubble_key(Bubble::kMoeImbalance), "moe_imbalance");
+  EXPECT_EQ(bubble_key(Bubble::kEpExposed), "ep_exposed");
+  for (bool multimodal : {false, true}) {
+    EXPECT_FALSE(bubble_shown(Bubble::kMoeImbalance, multimodal));
+    EXPECT_FALSE(bubble_shown(Bubble::kEpExposed, multimodal));
+    EXPECT_TRUE(bubble_shown(Bubble::kMoeImbalance, multimodal, true));
+    EXPECT_TRUE(bubble_shown(Bubble::kEpExposed, multimodal, true));
+    EXPECT_EQ(bubble_shown(Bubble::kBoundaryExposed, multimodal, true), multimodal);
+  }
+  EXPECT_EQ(exposed_category(CommKind::kEp), Bubble::kEpExposed);
 }
 
 }  // namespace

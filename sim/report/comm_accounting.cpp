@@ -10,12 +10,13 @@ namespace lacuna::report {
 
 namespace {
 
-constexpr int kOther = 13;
+constexpr int kOther = 18;
 constexpr int kSendRecv = 7;
 
 constexpr std::array<std::string_view, CommAccounting::kGroups> kGroupNames = {
     "tp",         "cp",         "dp",      "dp_cp",    "world",     "pp",             "encoder_tp",
-    "encoder_cp", "encoder_dp", "encoder", "boundary", "embedding", "model_parallel", "other"};
+    "encoder_cp", "encoder_dp", "encoder", "boundary", "embedding", "model_parallel", "ep",
+    "expert_tp",  "expert_dp",  "ep_intra_domain", "ep_inter_domain", "other"};
 constexpr std::array<std::string_view, CommAccounting::kOps> kOpNames = {
     "collective", "all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "reduce", "send_recv"};
 
@@ -34,6 +35,11 @@ int group_ordinal(ir::GroupKind kind) {
     case ir::BOUNDARY_GROUP: return 10;
     case ir::EMBEDDING_GROUP: return 11;
     case ir::MODEL_PARALLEL: return 12;
+    case ir::EP: return 13;
+    case ir::EXPERT_TP: return 14;
+    case ir::EXPERT_DP: return 15;
+    case ir::EP_INTRA_DOMAIN: return 16;
+    case ir::EP_INTER_DOMAIN: return 17;
     default: return -1;
   }
 }
@@ -46,6 +52,7 @@ int dimension_ordinal(CommKind kind) {
     case CommKind::kPp: return 5;
     case CommKind::kEncoder: return 9;
     case CommKind::kBoundary: return 10;
+    case CommKind::kEp: return 13;
     default: return kOther;
   }
 }

@@ -11,6 +11,7 @@ CommKind comm_kind_of_stream(ir::StreamKind kind) {
     case ir::DP_COMM: return CommKind::kDp;
     case ir::BOUNDARY: return CommKind::kBoundary;
     case ir::ENCODER_COMM: return CommKind::kEncoder;
+    case ir::EP_COMM: return CommKind::kEp;
     default: return CommKind::kNone;
   }
 }
@@ -20,11 +21,16 @@ CommKind comm_kind(const ir::Program& program, const ir::Stream& stream, const i
     const int32_t slot = op.collective().group_slot();
     if (slot >= 0 && slot < program.group_slots_size()) {
       switch (program.group_slots(slot).kind()) {
-        case ir::TP: return CommKind::kTp;
+        case ir::TP:
+        case ir::EXPERT_TP: return CommKind::kTp;
+        case ir::EP:
+        case ir::EP_INTRA_DOMAIN:
+        case ir::EP_INTER_DOMAIN: return CommKind::kEp;
         case ir::CP: return CommKind::kCp;
         case ir::PP: return CommKind::kPp;
         case ir::DP:
         case ir::DP_CP:
+        case ir::EXPERT_DP:
         case ir::WORLD:
         // The optimizer step's reductions between data-parallel work and the
         // update (tied embeddings between the first and last stage, the
@@ -49,6 +55,7 @@ CommKind comm_kind(const ir::Program& program, const ir::Stream& stream, const i
       case ir::DP_COMM: return CommKind::kDp;
       case ir::BOUNDARY: return CommKind::kBoundary;
       case ir::ENCODER_COMM: return CommKind::kEncoder;
+      case ir::EP_COMM: return CommKind::kEp;
       default: return CommKind::kPp;
     }
   }

@@ -12,10 +12,12 @@ namespace lacuna::report {
 // kBoundary: encoder ↔ LLM boundary transfers (BOUNDARY streams,
 // BOUNDARY_GROUP collectives); kEncoder: an encoder's own communication
 // (ENCODER_COMM streams, ENCODER_TP / _CP / _DP groups).
-enum class CommKind : uint8_t { kNone, kTp, kCp, kPp, kDp, kBoundary, kEncoder };
+// kEp: MoE dispatch and combine (EP_COMM streams; EP, EP_INTRA_DOMAIN and
+// EP_INTER_DOMAIN groups).
+enum class CommKind : uint8_t { kNone, kTp, kCp, kPp, kDp, kBoundary, kEncoder, kEp };
 
-// Collectives: by the kind of their group slot (TP, CP, PP; DP, DP_CP and WORLD
-// count as DP; ENCODER_* as encoder; BOUNDARY_GROUP as boundary), falling back
+// Collectives: by the kind of their group slot (TP and EXPERT_TP as TP, CP, PP;
+// DP, DP_CP, EXPERT_DP and WORLD count as DP; EP* as EP; ENCODER_* as encoder; BOUNDARY_GROUP as boundary), falling back
 // to the stream kind when the slot has no kind.
 // Send/Recv: CP on a CP_COMM stream, TP on TP_COMM, DP on DP_COMM, boundary on
 // BOUNDARY, encoder on ENCODER_COMM, else PP.

@@ -1,5 +1,6 @@
 #include "sim/report/compare_csv.h"
 
+#include <algorithm>
 #include <optional>
 #include <vector>
 
@@ -16,7 +17,10 @@ std::string optional_number(const std::optional<double>& v) { return v ? csv::nu
 std::string comparison_csv(const Comparison& c) {
   // Every placement of a multimodal scenario has the multimodal bubble
   // categories; the columns do not depend on which placements ran.
-  const MetricSet set{.multimodal = true, .samples = false};
+  // An MoE workload adds its two bubble categories (docs/moe.md).
+  const bool moe = std::any_of(c.placements.begin(), c.placements.end(),
+                               [](const PlacementOutcome& p) { return p.summary && p.summary->moe(); });
+  const MetricSet set{.multimodal = true, .samples = false, .moe = moe};
   std::vector<std::string> header = {
       "placement", "name", "status", "fits", "rank", "speedup", "encoder_hidden_fraction"};
   const std::vector<std::string> names = metric_names(set);

@@ -193,6 +193,14 @@ std::string format_comparison(const Comparison& c, const CompareRunStats& run) {
   bubble_line(std::string(kHostOverheadLabel), {Bubble::kHostOverhead});
   bubble_line("boundary exposed", {Bubble::kBoundaryExposed});
   bubble_line("encoder comm exposed", {Bubble::kEncoderCommExposed});
+  // MoE workloads: the wait for the busiest EP rank and EP transfers
+  // (docs/moe.md#load-imbalance); dense comparisons keep their rows.
+  const bool any_moe = std::any_of(c.placements.begin(), c.placements.end(),
+                                   [](const PlacementOutcome& p) { return p.summary && p.summary->moe(); });
+  if (any_moe) {
+    bubble_line("MoE load imbalance", {Bubble::kMoeImbalance});
+    bubble_line("EP exposed", {Bubble::kEpExposed});
+  }
   line("  total", [](const Summary& s, const PlacementMetrics& m) { return time_and_share(m.bubbles.total, s.iteration_time); });
   out += "\n";
 
@@ -362,6 +370,7 @@ std::string comparison_json(const Comparison& c) {
       b["pp_warmup_cooldown_s"] = secs(m.bubbles.of(Bubble::kPpWarmup) + m.bubbles.of(Bubble::kPpCooldown));
       for (Bubble k : kAllBubbles) {
         if (k == Bubble::kPpWarmup || k == Bubble::kPpCooldown) continue;
+        if (!bubble_shown(k, true, s.moe())) continue;
         b[std::string(bubble_key(k)) + "_s"] = secs(m.bubbles.of(k));
       }
       b["total_s"] = secs(m.bubbles.total);

@@ -91,7 +91,7 @@ CriticalPathReport summarize_critical_path(const ir::Program& p, const PathInput
     }
   }
   for (Bubble b : kAllBubbles) {
-    if (bubble_shown(b, multimodal)) r.by_category.push_back({std::string(bubble_key(b)), bubbles[static_cast<size_t>(b)]});
+    if (bubble_shown(b, multimodal, p.info().has_moe())) r.by_category.push_back({std::string(bubble_key(b)), bubbles[static_cast<size_t>(b)]});
   }
 
   for (const auto& [cls, t] : compute_by_class) {

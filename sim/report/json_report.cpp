@@ -168,7 +168,7 @@ Json calibration_json(const CalibrationCoverage& c) {
   return j;
 }
 
-Json rank_entry(const RankAccount& r, bool folded, bool multimodal) {
+Json rank_entry(const RankAccount& r, bool folded, bool multimodal, bool moe) {
   Json j;
   if (folded) {
     j["rank"] = r.rank;
@@ -178,7 +178,7 @@ Json rank_entry(const RankAccount& r, bool folded, bool multimodal) {
   }
   Json bubbles;
   for (Bubble b : kAllBubbles) {
-    if (bubble_shown(b, multimodal)) bubbles[std::string(bubble_key(b))] = secs(r.bubble(b));
+    if (bubble_shown(b, multimodal, moe)) bubbles[std::string(bubble_key(b))] = secs(r.bubble(b));
   }
   bubbles["total"] = secs(r.idle());
   j["bubble_s"] = std::move(bubbles);
@@ -237,11 +237,32 @@ std::string summary_json(const Summary& s) {
   top["mfu"] = s.mfu;
   top["hfu"] = s.hfu;
   top["peak_flops_per_gpu"] = info.peak_flops_per_gpu();
+  if (info.has_fp8() && info.peak_bf16_flops_per_gpu() > 0 && info.peak_fp8_flops_per_gpu() > 0) {
+    // docs/fp8.md#mfu: the same model FLOP/s over each dense peak.
+    Json fp8;
+    fp8["recipe"] = scenario::Fp8Recipe_Name(info.fp8().recipe());
+    fp8["mfu_bf16_peak"] = s.tflops_per_gpu * 1e12 / info.peak_bf16_flops_per_gpu();
+    fp8["mfu_fp8_peak"] = s.tflops_per_gpu * 1e12 / info.peak_fp8_flops_per_gpu();
+    fp8["peak_bf16_flops_per_gpu"] = info.peak_bf16_flops_per_gpu();
+    fp8["peak_fp8_flops_per_gpu"] = info.peak_fp8_flops_per_gpu();
+    fp8["mfu_convention"] = "mfu = model FLOP/s per GPU / dense FP8 peak; mfu_bf16_peak: the same over the dense BF16 peak";
+    if (s.fp8) {
+      Json classes = Json::array();
+      for (const auto& r : s.fp8->ranks) {
+        Json rows = Json::array();
+        for (const auto& row : r.rows)
+          rows.push_back({{"what", row.what}, {"role", row.role}, {"ops", row.ops}, {"time_s", secs(row.time)}});
+        classes.push_back({{"class", r.name}, {"rows", std::move(rows)}});
+      }
+      fp8["breakdown"] = std::move(classes);
+    }
+    top["fp8"] = std::move(fp8);
+  }
   top["model_flops_per_iteration"] = info.model_flops_per_iteration();
   top["hardware_flops_per_iteration"] = info.hardware_flops_per_iteration();
   Json bubbles;
   for (Bubble b : kAllBubbles) {
-    if (bubble_shown(b, s.multimodal())) bubbles[std::string(bubble_key(b))] = time_stats(s.bubbles[static_cast<int>(b)]);
+    if (bubble_shown(b, s.multimodal(), s.moe())) bubbles[std::string(bubble_key(b))] = time_stats(s.bubbles[static_cast<int>(b)]);
   }
   bubbles["total"] = time_stats(s.idle);
   top["bubble_summary"] = std::move(bubbles);
@@ -277,7 +298,7 @@ std::string summary_json(const Summary& s) {
   std::string ranks = "[";
   for (size_t i = 0; i < s.ranks.size(); ++i) {
     ranks += i == 0 ? "\n  " : ",\n  ";
-    ranks += rank_entry(s.ranks[i], s.folded, s.multimodal()).dump();
+    ranks += rank_entry(s.ranks[i], s.folded, s.multimodal(), s.moe()).dump();
   }
   ranks += s.ranks.empty() ? "]" : "\n ]";
   if (s.timeline) ranks += ",\n \"timeline\": " + timeline_json(*s.timeline);

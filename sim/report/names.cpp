@@ -50,6 +50,8 @@ std::string_view role_name(ir::KernelRole role) {
     case ir::ROLE_ATTN_SOFTMAX: return "attn_softmax";
     case ir::ROLE_ATTN_DROPOUT: return "attn_dropout";
     case ir::ROLE_ATTN_CONTEXT: return "attn_context";
+    case ir::ROLE_FP8_CAST: return "fp8_cast";
+    case ir::ROLE_FP8_AMAX: return "fp8_amax";
     default: return "";
   }
 }

@@ -1,5 +1,7 @@
 #include "sim/report/run_metrics.h"
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "sim/core/error.h"
@@ -37,6 +39,7 @@ RunMetrics run_metrics(const Summary& s) {
   RunMetrics m;
   m.num_gpus = s.num_gpus;
   m.multimodal = s.multimodal();
+  m.moe = s.moe();
   m.iteration_time_ns = s.iteration_time.count();
   m.tokens_per_s = s.tokens_per_s;
   m.tflops_per_gpu = s.tflops_per_gpu;
@@ -57,8 +60,10 @@ RunMetrics run_metrics(const Summary& s) {
   return m;
 }
 
-MetricSet metric_set(const RunMetrics& m) { return {m.multimodal, m.samples > 0}; }
-MetricSet operator|(MetricSet a, MetricSet b) { return {a.multimodal || b.multimodal, a.samples || b.samples}; }
+MetricSet metric_set(const RunMetrics& m) { return {m.multimodal, m.samples > 0, m.moe}; }
+MetricSet operator|(MetricSet a, MetricSet b) {
+  return {a.multimodal || b.multimodal, a.samples || b.samples, a.moe || b.moe};
+}
 
 std::vector<Metric> named_metrics(const RunMetrics& m, MetricSet set) {
   std::vector<Metric> out = {
@@ -73,7 +78,7 @@ std::vector<Metric> named_metrics(const RunMetrics& m, MetricSet set) {
       {"over_capacity_ranks", static_cast<double>(m.over_capacity_ranks)},
   };
   for (Bubble b : kAllBubbles) {
-    if (!bubble_shown(b, set.multimodal)) continue;
+    if (!bubble_shown(b, set.multimodal, set.moe)) continue;
     out.push_back({"bubble_" + std::string(bubble_key(b)) + "_ms", ms(m.bubble_median_ns[static_cast<size_t>(b)])});
   }
   out.push_back({"bubble_total_ms", ms(m.bubble_total_median_ns)});
@@ -102,6 +107,9 @@ std::string metrics_record(const RunMetrics& m) {
   Json j;
   j["num_gpus"] = m.num_gpus;
   j["multimodal"] = m.multimodal;
+  // Dense records keep their form: the MoE flag and the two MoE categories
+  // only where they occur.
+  if (m.moe) j["moe"] = true;
   j["iteration_time_ns"] = m.iteration_time_ns;
   j["tokens_per_s"] = m.tokens_per_s;
   j["tflops_per_gpu"] = m.tflops_per_gpu;
@@ -111,7 +119,11 @@ std::string metrics_record(const RunMetrics& m) {
   j["peak_memory_rank"] = m.peak_memory_rank;
   j["memory_capacity_bytes"] = m.memory_capacity_bytes;
   j["over_capacity_ranks"] = m.over_capacity_ranks;
-  j["bubble_median_ns"] = m.bubble_median_ns;
+  if (m.moe) {
+    j["bubble_median_ns"] = m.bubble_median_ns;
+  } else {
+    j["bubble_median_ns"] = std::vector<int64_t>(m.bubble_median_ns.begin(), m.bubble_median_ns.begin() + kNumDenseBubbles);
+  }
   j["bubble_total_median_ns"] = m.bubble_total_median_ns;
   j["busy_median_ns"] = m.busy_median_ns;
   j["samples"] = m.samples;
@@ -137,7 +149,12 @@ RunMetrics metrics_from_record(std::string_view record) {
     m.peak_memory_rank = j.at("peak_memory_rank").get<int32_t>();
     m.memory_capacity_bytes = j.at("memory_capacity_bytes").get<int64_t>();
     m.over_capacity_ranks = j.at("over_capacity_ranks").get<int32_t>();
-    m.bubble_median_ns = j.at("bubble_median_ns").get<std::array<int64_t, kNumBubbles>>();
+    m.moe = j.contains("moe") && j.at("moe").get<bool>();
+    const auto bubbles = j.at("bubble_median_ns").get<std::vector<int64_t>>();
+    if (bubbles.size() != static_cast<size_t>(m.moe ? kNumBubbles : kNumDenseBubbles)) {
+      throw InternalError("a run's metrics record has " + std::to_string(bubbles.size()) + " bubble categories");
+    }
+    std::copy(bubbles.begin(), bubbles.end(), m.bubble_median_ns.begin());
     m.bubble_total_median_ns = j.at("bubble_total_median_ns").get<int64_t>();
     m.busy_median_ns = j.at("busy_median_ns").get<int64_t>();
     m.samples = j.at("samples").get<int32_t>();

@@ -19,6 +19,7 @@ namespace lacuna::report {
 struct RunMetrics {
   int32_t num_gpus = 0;
   bool multimodal = false;
+  bool moe = false;  // an MoE program: the moe_imbalance and ep_exposed bubbles
   int64_t iteration_time_ns = 0;
   double tokens_per_s = 0;
   double tflops_per_gpu = 0;
@@ -51,6 +52,7 @@ RunMetrics run_metrics(const Summary& summary);
 struct MetricSet {
   bool multimodal = false;
   bool samples = false;
+  bool moe = false;  // the two MoE bubble categories
 };
 MetricSet metric_set(const RunMetrics& m);
 // The union (a sweep whose points differ).

@@ -55,7 +55,7 @@ trace::Trace make_span_trace(const Summary& summary, const Timeline& timeline, t
     if (account == account_of.end()) continue;
     const RankAccount& a = *account->second;
     for (Bubble b : kAllBubbles) {
-      if (!bubble_shown(b, summary.multimodal())) continue;
+      if (!bubble_shown(b, summary.multimodal(), summary.moe())) continue;
       trace::BubbleTime* bt = tr->add_bubbles();
       bt->set_category(std::string(bubble_key(b)));
       bt->set_ns(a.bubble(b).count());

@@ -13,6 +13,7 @@
 #include "sim/report/bubble_accounting.h"
 #include "sim/report/comm_accounting.h"
 #include "sim/report/critical_path.h"
+#include "sim/report/fp8_breakdown.h"
 #include "sim/report/link_summary.h"
 #include "sim/report/stragglers.h"
 #include "sim/report/monte_carlo.h"
@@ -117,11 +118,17 @@ struct Summary {
   // Monte Carlo samples (`--samples K`); set by the caller, unset: left out.
   std::optional<MonteCarlo> monte_carlo;
   std::optional<VariabilitySummary> variability;
+  // FP8 programs: kernel time of FP8 / BF16 GEMMs, casts and amax work
+  // (docs/fp8.md#breakdown); set by the caller, unset: left out.
+  std::optional<Fp8Breakdown> fp8;
 
   // A multimodal program (ProgramInfo.modules non-empty): the reports add the
   // placement, the modules, encoder compute and the boundary / encoder-comm
   // bubble categories.
   bool multimodal() const { return info.modules_size() > 0; }
+  // An MoE program (ProgramInfo.moe set): the reports add the moe_imbalance
+  // and ep_exposed bubble categories (docs/moe.md#load-imbalance).
+  bool moe() const { return info.has_moe(); }
 };
 
 Summary summarize(const ir::Program& program, const BubbleAccounting& accounting, std::string cost_model,

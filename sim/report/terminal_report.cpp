@@ -1,6 +1,7 @@
 #include "sim/report/terminal_report.h"
 
 #include <algorithm>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -185,8 +186,17 @@ std::string format_summary(const Summary& s, const RunStats& run) {
   row(out, "model FLOP/s per GPU", fmt::format("{} (peak {})", format_flops_rate(s.tflops_per_gpu * 1e12),
                                                format_flops_rate(i.peak_flops_per_gpu())));
   row(out, "MFU", format_percent(s.mfu));
+  if (i.has_fp8() && i.peak_bf16_flops_per_gpu() > 0 && i.peak_fp8_flops_per_gpu() > 0) {
+    // FP8 programs state MFU on both peaks (docs/fp8.md#mfu).
+    const double achieved = s.tflops_per_gpu * 1e12;
+    for (const auto& [label, name, peak] : {std::tuple{"MFU on BF16 peak", "BF16", i.peak_bf16_flops_per_gpu()},
+                                            std::tuple{"MFU on FP8 peak", "FP8", i.peak_fp8_flops_per_gpu()}})
+      row(out, label,
+          fmt::format("{} (model FLOP/s / {} dense {})", format_percent(achieved / peak), format_flops_rate(peak), name));
+  }
   row(out, "HFU", format_percent(s.hfu));
   if (s.monte_carlo) out += format_monte_carlo(*s.monte_carlo);
+  if (s.fp8) out += format_fp8_breakdown(*s.fp8);
 
   // Per-rank figures are per iteration: over several iterations, the run's
   // divided by N, as fractions of run time / N (docs/metrics.md#iterations).
@@ -209,7 +219,7 @@ std::string format_summary(const Summary& s, const RunStats& run) {
   }
   if (s.multimodal()) stats_row("encoder compute", s.encoder_compute);
   for (Bubble b : kAllBubbles) {
-    if (bubble_shown(b, s.multimodal())) {
+    if (bubble_shown(b, s.multimodal(), s.moe())) {
       stats_row(fmt::format("bubble {}", bubble_key(b)), s.bubbles[static_cast<int>(b)]);
     }
   }

@@ -21,6 +21,7 @@ std::string_view comm_suffix(CommKind kind) {
     case CommKind::kDp: return "dp";
     case CommKind::kBoundary: return "boundary";
     case CommKind::kEncoder: return "encoder";
+    case CommKind::kEp: return "ep";
     case CommKind::kNone: break;
   }
   return "other";

@@ -6,7 +6,8 @@
 namespace lacuna::run {
 
 bool run_is_random(const ir::Program& program, const engine::SimulationOptions& /*options*/) {
-  return scenario::any_random_variability(program.variability());
+  // MoE routing draws expert loads from the seed too (docs/moe.md#load-imbalance).
+  return scenario::any_random_variability(program.variability()) || variability::moe_imbalance_on(program);
 }
 
 SampleRunner bare_sample_runner(const ir::Program& program, const cost::CostModel& cost, NetworkMode network,
@@ -15,7 +16,9 @@ SampleRunner bare_sample_runner(const ir::Program& program, const cost::CostMode
     // The sample's own draws: the program's variability under the sample's
     // seed, as its perturbation and its links' variation.
     ir::Program sample = program;
-    if (scenario::any_variability(sample.variability())) sample.mutable_variability()->set_seed(seed);
+    if (scenario::any_variability(sample.variability()) || variability::moe_imbalance_on(sample)) {
+      sample.mutable_variability()->set_seed(seed);
+    }
     const auto perturbation = make_perturbation(sample, base.fold);
     NetworkSetup setup(sample, network, /*with_variability=*/true);
     engine::SimulationOptions options = base;

@@ -22,7 +22,8 @@ struct SamplingPlan {
 };
 
 // Whether a run with these options draws anything from its seed: a drawn
-// source of the program's variability is on (scenario::any_random_variability).
+// source of the program's variability is on (scenario::any_random_variability),
+// or its MoE routing draws expert loads (variability::moe_imbalance_on).
 // Otherwise every sample would equal the first.
 bool run_is_random(const ir::Program& program, const engine::SimulationOptions& options);
 

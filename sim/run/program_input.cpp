@@ -13,6 +13,7 @@
 #include "sim/placement/compile.h"
 #include "sim/scenario/scenario.h"
 #include "sim/scenario/variability.h"
+#include "sim/variability/variability_model.h"
 
 namespace lacuna::run {
 
@@ -60,6 +61,10 @@ ir::Program load_program_input(const std::string& path, const cost::CostModel* p
     scenario::validate_variability_section(v, program.cluster(), locations);
     if (scenario::any_variability(v)) {
       *program.mutable_variability() = v;
+    } else if (variability::moe_imbalance_on(program)) {
+      // MoE routing draws from the seed alone (docs/moe.md#load-imbalance).
+      program.clear_variability();
+      program.mutable_variability()->set_seed(v.seed());
     } else {
       program.clear_variability();
     }
@@ -79,6 +84,9 @@ void attach_variability(ir::Program& program, const scenario::LoadedScenario& lo
     *program.mutable_variability() = loaded.spec.variability();
   } else {
     program.clear_variability();
+    // MoE routing draws from the variability seed even on an ideal cluster
+    // (docs/moe.md#load-imbalance): keep the seed, and nothing else.
+    if (variability::moe_imbalance_on(program)) program.mutable_variability()->set_seed(loaded.spec.variability().seed());
   }
 }
 

@@ -119,8 +119,13 @@ class Checker {
 void validate_model(const Scenario& spec, const Checker& c);
 void validate_training(const Scenario& spec, const Checker& c);
 void validate_cluster(const Scenario& spec, const Checker& c);
+// cluster.nvlink_domain_gpus / max_nvlink_domain_gpus (validate_nvlink_domain.cpp);
+// called by validate_cluster once num_nodes and gpus_per_node are valid.
+void validate_nvlink_domain(const Scenario& spec, const Checker& c);
 void validate_parallel(const Scenario& spec, const Checker& c);
 void validate_consistency(const Scenario& spec, const Checker& c);
+// training.fp8 against the precision and the GPU (validate_fp8.cpp, docs/fp8.md).
+void validate_fp8(const Scenario& spec, const Checker& c);
 // The variability section (validate_variability.cpp), its preset defaults
 // resolved; after the cluster (node and link indices).
 void validate_variability(const Scenario& spec, const Checker& c);

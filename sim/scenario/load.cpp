@@ -1,6 +1,7 @@
 #include <filesystem>
 
 #include "sim/core/input_file.h"
+#include "sim/scenario/defaults.h"
 #include "sim/scenario/edits.h"
 #include "sim/scenario/parse.h"
 #include "sim/scenario/resolve.h"
@@ -80,6 +81,7 @@ LoadedScenario parse_scenario(std::string_view text, Format format, const std::s
     out.spec = raw;
     *out.spec.mutable_cluster() = resolve_cluster(raw.cluster(), out.locations);
     *out.spec.mutable_variability() = resolve_variability(raw.variability(), raw.cluster().preset());
+    out.defaults = apply_defaults(out.spec, out.locations);
     validate_scenario(out.spec, out.locations);
     if (scale_down > 1) apply_scale_down(out, scale_down);
   } catch (const Error& e) {

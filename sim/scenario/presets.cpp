@@ -113,6 +113,10 @@ constexpr const char* kA100Tail = R"pb(
   nic { bandwidth_gb_per_s: 25 latency_us: 2.7 efficiency: 0.96 }  # [NCCL] HDR 200 Gb/s, 24/25
   nics_per_node: 8
   topology: RAIL_OPTIMIZED
+  # HGX A100 8-GPU baseboard: 6 NVSwitch gen2 join its 8 GPUs and nothing
+  # beyond (NVIDIA A100 Tensor Core GPU Architecture whitepaper, 2020): an
+  # NVLink domain of at most the node.
+  max_nvlink_domain_gpus: 8
 )pb";
 
 // Hopper compute efficiencies, shared by H100 and H200 (same SMs and clocks).
@@ -125,6 +129,18 @@ constexpr const char* kHopperComputeHead = R"pb(
     # persistence tutorial (665 TFLOP/s at 8192×8192×16384). H200: MAMF "the
     # same as H100", [MEAS] 769–798: same value.
     efficiency { key: "GEMM" value { flops: 0.84 memory: 0.85 } }
+    # GEMM_FP8 flops: GEMMs whose math runs in FP8 (E4M3, per-tensor scales,
+    # cuBLASLt via torch._scaled_mm), as a fraction of the FP8 peak. Measured
+    # on one H100 SXM (2026-11-27, calib/device/fp8_gemm_bench.py, output in
+    # calib/measurements/fp8_gemm_h100.csv): over the 33 fprop / dgrad /
+    # wgrad shapes of the GPT-3 TP4, Llama-3-70B TP4·CP2 and Mixtral expert
+    # layers and 8192³, with Transformer Engine's accumulation (fast for
+    # fprop, split for dgrad and wgrad: TE module/base.py _2X_ACC_*), the FP8
+    # GEMM reaches a median 0.846 (0.79–0.97) of the fraction of peak the BF16
+    # GEMM of the same shape reaches on the same GPU: 1.69× faster, not 2×.
+    # 0.84 × 0.846 = 0.711 → 0.71. H200 and the Blackwell presets reuse it
+    # (named assumption, docs/fp8.md#gemm-efficiency).
+    efficiency { key: "GEMM_FP8" value { flops: 0.71 } }
     # ATTENTION flops: cuDNN fused attention, which Transformer Engine picks
     # over FlashAttention on sm90+ "for performance reasons" (TE
     # pytorch/attention/dot_product_attention/utils.py, get_attention_backend),
@@ -174,6 +190,11 @@ constexpr const char* kHopperNode = R"pb(
   nic { bandwidth_gb_per_s: 50 latency_us: 2.7 efficiency: 0.95 }  # [NCCL] NDR, 46–49 of 50
   nics_per_node: 8
   topology: RAIL_OPTIMIZED
+  # HGX H100/H200 8-GPU baseboard: 4 NVSwitch gen3 join its 8 GPUs. NVIDIA
+  # announced an external NVLink Switch System for up to 256 H100 (H100
+  # Tensor Core GPU Architecture whitepaper, 2022), but the HGX/DGX nodes these
+  # presets describe (and the measurements above) have none: at most the node.
+  max_nvlink_domain_gpus: 8
 )pb";
 
 constexpr const char* kH100 = R"pb(
@@ -202,6 +223,140 @@ constexpr const char* kH200 = R"pb(
     hbm_bandwidth_gb_per_s: 4800  # [DS] 4.8 TB/s HBM3e
     hbm_capacity_gib: 141
     num_sms: 132
+)pb";
+
+// Blackwell (docs/hardware.md). Sources:
+//  [DSB]  NVIDIA GB200 NVL72 / HGX B200 specification table
+//         (nvidia.com/en-us/data-center/gb200-nvl72, "Technical
+//         Specifications", per-GPU rows): FP4 20 | 18, FP8/FP6 10 | 9,
+//         FP16/BF16 5 | 4.5, TF32 2.5 | 2.2 PFLOPS for GB200 | HGX B200, all
+//         "with sparsity" (footnote 1): the dense peaks below are half. FP32 80 |
+//         75 TFLOPS; 186 GB HBM3E at 8 TB/s | 180 GB at 7.7 TB/s; NVLink 5
+//         1.8 TB/s per GPU (both directions).
+//  [DSU]  NVIDIA GB300 NVL72 specification (nvidia.com/en-us/data-center/
+//         gb300-nvl72, rack totals over 72 GPUs): FP4 1,440 PFLOPS sparse |
+//         1,080 dense → 15 PFLOPS dense per GPU; FP8/FP6 720 sparse → 5 dense;
+//         FP16/BF16 360 sparse → 2.5 dense; HBM3E up to 20 TB at 576 TB/s →
+//         8 TB/s per GPU; 130 TB/s NVLink; 72 ConnectX-8 800 Gb/s SuperNICs.
+//         Per GPU 279 GB HBM3E and TF32 1.25 / FP32 0.08 PFLOPS dense as
+//         tabulated from NVIDIA's per-GPU specs in verda.com/blog/
+//         gb300-nvl72-architecture (288 GB raw: eight 12-high 36 GB stacks).
+//  [RA]   NVIDIA Enterprise Reference Architecture, NVL72 AI factory
+//         (docs.nvidia.com/enterprise-reference-architectures/nvl72-ai-
+//         factory, "System Hardware & Components"): 18 compute trays of 4 GPUs
+//         and 2 Grace CPUs, 9 NVSwitch trays "for full non-blocking P2P
+//         connectivity of all 72" GPUs, 4 ConnectX-8 per GB300 tray; GB200
+//         trays carry 4 ConnectX-7 400 Gb/s (MLPerf Inference v6.1 Crusoe
+//         GB200-NVL72 system description: "for each 4-GPU node: 4x ...
+//         ConnectX-7").
+//  [NVL5] NVLink 5 switch generation: "Support for up to 576 GPUs in a single
+//         NVLink domain" (docs.nvidia.com/base-command-manager/product-
+//         manuals/nvidia-mission-control/nvlinkinfo).
+//  [DGXB] NVIDIA DGX B200 datasheet: 8 B200 on an HGX baseboard with 2 NVLink
+//         5 switch chips (an NVLink domain of the 8 GPUs of the node), 8
+//         single-port ConnectX-7 VPI at up to 400 Gb/s.
+//  [SMI]  Device queries: HGX B200 reports 148 SMs and 183,359 MiB
+//         (pytorch/ao PR #4002 device-query output: "Number of SMs: 148";
+//         nvidia-smi in NVIDIA/TensorRT-LLM #10278). GB200: 152 SMs as read
+//         from a public GB200 decode-trace analysis (weak: no device query
+//         found). GB300: 160 SMs (NVIDIA technical blog "Inside NVIDIA
+//         Blackwell Ultra", 2025).
+// HBM capacity follows the rule at the top of this file: the marketed GB
+// figure is stored as GiB (HGX B200's 180 GB against 183,359 MiB = 179.06 GiB
+// reported by nvidia-smi: 0.5 % apart).
+//
+// Named assumptions (no Blackwell measurement of the same kind was found):
+//  [HOP]  Kernel efficiencies, the per-shape model and kernel_overhead_us are
+//         Hopper's (kHopperCompute*): same cuBLAS/cuDNN software, tensor cores
+//         of the same programming model scaled up. Blackwell's 2-SM UMMA tiles
+//         and its faster attention exponent unit are not modelled.
+//  [NCCLH] NVLink efficiency 0.82 and NIC efficiency 0.95 are the Hopper
+//         nccl-tests fractions; latencies are NCCL's per-hop figures. Cross-
+//         check: 811 GB/s all-reduce bus bandwidth measured over 2 GB200 trays
+//         (8 GPUs, multi-node NVLink; lixueduan.com/posts/ai/13-gb200-mnnvl-
+//         nccl-test) against 0.82 × 900 = 738 for a ring.
+constexpr const char* kB200 = R"pb(
+  preset: "b200"
+  gpu {
+    name: "NVIDIA B200"
+    peak_bf16_tflops: 2250   # [DSB] 4.5 PFLOPS sparse / 2
+    peak_fp16_tflops: 2250   # [DSB]
+    peak_fp8_tflops: 4500    # [DSB] 9 PFLOPS sparse / 2
+    peak_fp4_tflops: 9000    # [DSB] 18 PFLOPS sparse / 2
+    peak_tf32_tflops: 1100   # [DSB] 2.2 PFLOPS sparse / 2
+    peak_fp32_tflops: 75     # [DSB]
+    hbm_bandwidth_gb_per_s: 7700  # [DSB] 7.7 TB/s
+    hbm_capacity_gib: 180    # [DSB] 180 GB; [SMI] 179.06 GiB
+    num_sms: 148             # [SMI]
+    mx_formats: true         # Blackwell tensor cores run MXFP8 / MXFP4
+)pb";
+
+// HGX B200: 8 GPUs on NVLink 5 switches, 8 × 400 Gb/s ConnectX-7 [DGXB].
+constexpr const char* kB200Node = R"pb(
+  gpus_per_node: 8
+  nvlink { bandwidth_gb_per_s: 900 latency_us: 0.6 efficiency: 0.82 }  # [DSB] 1.8 TB/s both ways; [NCCLH]
+  nvls: true
+  nic { bandwidth_gb_per_s: 50 latency_us: 2.7 efficiency: 0.95 }  # [DGXB] 400 Gb/s; [NCCLH]
+  nics_per_node: 8
+  topology: RAIL_OPTIMIZED
+  max_nvlink_domain_gpus: 8  # [DGXB] no NVLink beyond the baseboard
+)pb";
+
+constexpr const char* kGB200 = R"pb(
+  preset: "gb200-nvl72"
+  gpu {
+    name: "NVIDIA GB200"
+    peak_bf16_tflops: 2500   # [DSB] 5 PFLOPS sparse / 2
+    peak_fp16_tflops: 2500   # [DSB]
+    peak_fp8_tflops: 5000    # [DSB] 10 PFLOPS sparse / 2
+    peak_fp4_tflops: 10000   # [DSB] 20 PFLOPS sparse / 2
+    peak_tf32_tflops: 1250   # [DSB] 2.5 PFLOPS sparse / 2
+    peak_fp32_tflops: 80     # [DSB]
+    hbm_bandwidth_gb_per_s: 8000  # [DSB] 8 TB/s
+    hbm_capacity_gib: 186    # [DSB] 186 GB
+    num_sms: 152             # [SMI] (weak)
+    mx_formats: true
+)pb";
+
+// GB200 NVL72 rack: 18 trays (nodes) of 4 GPUs, one 72-GPU NVLink domain
+// through 9 NVLink Switch trays [RA]; per tray 4 × ConnectX-7 400 Gb/s.
+constexpr const char* kGB200Node = R"pb(
+  gpus_per_node: 4            # [RA] compute tray
+  nvlink_domain_gpus: 72      # [RA] 18 trays
+  max_nvlink_domain_gpus: 576 # [NVL5]
+  nvlink { bandwidth_gb_per_s: 900 latency_us: 0.6 efficiency: 0.82 }  # [DSB]; [NCCLH]
+  nvls: true                  # NVLink SHARP in the NVLink Switch trays
+  nic { bandwidth_gb_per_s: 50 latency_us: 2.7 efficiency: 0.95 }  # [RA] CX-7 400 Gb/s; [NCCLH]
+  nics_per_node: 4
+  topology: RAIL_OPTIMIZED
+)pb";
+
+constexpr const char* kGB300 = R"pb(
+  preset: "gb300-nvl72"
+  gpu {
+    name: "NVIDIA GB300"
+    peak_bf16_tflops: 2500   # [DSU] 360 PFLOPS sparse / 2 / 72
+    peak_fp16_tflops: 2500   # [DSU]
+    peak_fp8_tflops: 5000    # [DSU] 720 PFLOPS sparse / 2 / 72
+    peak_fp4_tflops: 15000   # [DSU] 1,080 PFLOPS dense / 72
+    peak_tf32_tflops: 1250   # [DSU]
+    peak_fp32_tflops: 80     # [DSU]
+    hbm_bandwidth_gb_per_s: 8000  # [DSU] 576 TB/s / 72
+    hbm_capacity_gib: 279    # [DSU] 279 GB
+    num_sms: 160             # [SMI]
+    mx_formats: true
+)pb";
+
+// GB300 NVL72 rack: as GB200's, with 4 × ConnectX-8 800 Gb/s per tray [RA].
+constexpr const char* kGB300Node = R"pb(
+  gpus_per_node: 4
+  nvlink_domain_gpus: 72
+  max_nvlink_domain_gpus: 576 # [NVL5]
+  nvlink { bandwidth_gb_per_s: 900 latency_us: 0.6 efficiency: 0.82 }  # [DSU] 130 TB/s / 72 / 2; [NCCLH]
+  nvls: true
+  nic { bandwidth_gb_per_s: 100 latency_us: 2.7 efficiency: 0.95 }  # [DSU] CX-8 800 Gb/s; [NCCLH]
+  nics_per_node: 4
+  topology: RAIL_OPTIMIZED
 )pb";
 
 // The host (CPU) side and the memory overheads, the same for every GPU kind
@@ -241,6 +396,11 @@ std::string hopper(const char* gpu) {
          kHostAndMemory;
 }
 
+// Blackwell presets: the Hopper compute block [HOP] in the GPU's own block.
+std::string blackwell(const char* gpu, const char* node) {
+  return std::string(gpu) + kHopperComputeHead + kMemoryBound + kHopperComputeTail + "}" + node + kHostAndMemory;
+}
+
 std::string a100() { return std::string(kA100Head) + kMemoryBound + kA100Tail + kHostAndMemory; }
 
 Cluster parse_preset(const std::string& text) {
@@ -255,6 +415,9 @@ const std::map<std::string, Cluster>& presets() {
       {"a100-80gb-sxm", parse_preset(a100())},
       {"h100-sxm", parse_preset(hopper(kH100))},
       {"h200-sxm", parse_preset(hopper(kH200))},
+      {"b200", parse_preset(blackwell(kB200, kB200Node))},
+      {"gb200-nvl72", parse_preset(blackwell(kGB200, kGB200Node))},
+      {"gb300-nvl72", parse_preset(blackwell(kGB300, kGB300Node))},
   };
   return table;
 }

@@ -5,6 +5,7 @@
 
 #include "sim/cost/roofline.h"
 #include "sim/proto/program.pb.h"
+#include "sim/scenario/nvlink_domain.h"
 #include "sim/scenario/test_support.h"
 
 namespace lacuna::scenario {
@@ -18,7 +19,8 @@ using testing::replace_once;
 using testing::source_path;
 
 TEST(Presets, NamesAndDatasheetFigures) {
-  EXPECT_THAT(hardware_preset_names(), ElementsAre("a100-80gb-sxm", "h100-sxm", "h200-sxm"));
+  EXPECT_THAT(hardware_preset_names(),
+              ElementsAre("a100-80gb-sxm", "b200", "gb200-nvl72", "gb300-nvl72", "h100-sxm", "h200-sxm"));
   const auto& a100 = hardware_preset("a100-80gb-sxm");
   EXPECT_EQ(a100.gpu().peak_bf16_tflops(), 312);
   EXPECT_FALSE(a100.gpu().has_peak_fp8_tflops());
@@ -37,11 +39,53 @@ TEST(Presets, NamesAndDatasheetFigures) {
   for (const auto& name : hardware_preset_names()) {
     const auto& c = hardware_preset(name);
     EXPECT_EQ(c.preset(), name);
-    EXPECT_EQ(c.gpus_per_node(), 8);
-    EXPECT_EQ(c.nics_per_node(), 8);
+    const bool rack = name.starts_with("gb");
+    // HGX/DGX: 8 GPUs and 8 rails per node; NVL72: 4-GPU trays with 4 NICs.
+    EXPECT_EQ(c.gpus_per_node(), rack ? 4 : 8) << name;
+    EXPECT_EQ(c.nics_per_node(), rack ? 4 : 8) << name;
     EXPECT_EQ(c.topology(), RAIL_OPTIMIZED);
     EXPECT_FALSE(c.has_num_nodes()) << "a preset describes a node, not a cluster size";
+    // Unset on HGX presets: one NVLink domain per node.
+    EXPECT_EQ(c.has_nvlink_domain_gpus(), rack) << name;
+    EXPECT_TRUE(c.has_max_nvlink_domain_gpus()) << name;
+    EXPECT_GE(c.max_nvlink_domain_gpus(), nvlink_domain_gpus(c)) << name;
+    EXPECT_EQ(nvlink_domain_gpus(c) % c.gpus_per_node(), 0) << name;
   }
+}
+
+// Dense (no sparsity) datasheet peaks and the rack figures of the Blackwell
+// presets (sources in presets.cpp and docs/hardware.md).
+TEST(Presets, BlackwellFigures) {
+  const auto& b200 = hardware_preset("b200");
+  EXPECT_EQ(b200.gpu().peak_bf16_tflops(), 2250);
+  EXPECT_EQ(b200.gpu().peak_fp8_tflops(), 4500);
+  EXPECT_EQ(b200.gpu().peak_fp4_tflops(), 9000);
+  EXPECT_EQ(b200.gpu().hbm_bandwidth_gb_per_s(), 7700);
+  EXPECT_EQ(b200.gpu().hbm_capacity_gib(), 180);
+  EXPECT_EQ(b200.max_nvlink_domain_gpus(), 8) << "HGX B200: no NVLink beyond the baseboard";
+  EXPECT_EQ(nvlink_domain_gpus(b200), 8);
+  const auto& gb200 = hardware_preset("gb200-nvl72");
+  EXPECT_EQ(gb200.gpu().peak_bf16_tflops(), 2500);
+  EXPECT_EQ(gb200.gpu().peak_fp8_tflops(), 5000);
+  EXPECT_EQ(gb200.gpu().peak_fp4_tflops(), 10000);
+  EXPECT_EQ(gb200.gpu().hbm_capacity_gib(), 186);
+  EXPECT_EQ(gb200.nic().bandwidth_gb_per_s(), 50) << "ConnectX-7, 400 Gb/s";
+  EXPECT_EQ(nodes_per_nvlink_domain(gb200), 18) << "18 compute trays per NVL72 rack";
+  EXPECT_EQ(gb200.max_nvlink_domain_gpus(), 576) << "NVLink 5 switch limit";
+  const auto& gb300 = hardware_preset("gb300-nvl72");
+  EXPECT_EQ(gb300.gpu().peak_fp4_tflops(), 15000);
+  EXPECT_EQ(gb300.gpu().peak_fp8_tflops(), 5000);
+  EXPECT_EQ(gb300.nic().bandwidth_gb_per_s(), 100) << "ConnectX-8, 800 Gb/s";
+  EXPECT_EQ(nvlink_domain_gpus(gb300), 72);
+  for (const char* name : {"b200", "gb200-nvl72", "gb300-nvl72"}) {
+    const auto& c = hardware_preset(name);
+    EXPECT_TRUE(c.gpu().mx_formats()) << name;
+    EXPECT_EQ(c.nvlink().bandwidth_gb_per_s(), 900) << name << ": NVLink 5, per direction";
+    EXPECT_TRUE(c.nvls()) << name;
+    EXPECT_DOUBLE_EQ(peak_flops_per_s(c.gpu(), FP8), 2 * peak_flops_per_s(c.gpu(), BF16)) << name;
+  }
+  for (const char* name : {"a100-80gb-sxm", "h100-sxm", "h200-sxm"})
+    EXPECT_FALSE(hardware_preset(name).gpu().mx_formats()) << name;
 }
 
 TEST(Presets, EveryOpClassHasAnEfficiencyEntry) {
@@ -63,7 +107,7 @@ TEST(Presets, EveryOpClassHasAnEfficiencyEntry) {
 
 TEST(Presets, UnknownNameListsTheKnownOnes) {
   try {
-    hardware_preset("b200");
+    hardware_preset("mi300x");
     FAIL();
   } catch (const Error& e) {
     EXPECT_THAT(e.fix(), HasSubstr("\"h100-sxm\""));

@@ -30,6 +30,11 @@ class SourceMap {
   // file (a missing field is reported where its parent message is); file-only
   // location when nothing matches.
   SourceLocation locate(const std::string& field_path) const;
+  // Whether the field itself was written in the file or set by a flag (its
+  // parent alone does not count): a written 0 is the user's value, not unset.
+  bool written(const std::string& field_path) const {
+    return where_.count(field_path) > 0 || origin_.count(field_path) > 0;
+  }
   void set_file(std::string file) { file_ = std::move(file); }
   const std::string& file() const { return file_; }
 
@@ -42,6 +47,13 @@ class SourceMap {
 
 enum class Format { kText, kJson };
 
+// One default the loader filled in: the field, its value, and why that value.
+struct FilledDefault {
+  std::string field;
+  std::string value;
+  std::string why;
+};
+
 struct LoadedScenario {
   Scenario spec;       // preset resolved into spec.cluster; validated
   std::string path;    // as given by the user
@@ -49,6 +61,9 @@ struct LoadedScenario {
   // The --scale-down factor applied to `spec` (sim/scenario/scale_down.h);
   // 1: the file's sizes as written.
   int64_t scale_down = 1;
+  // The fields left unset in the file that took their documented default
+  // (defaults.h, docs/scenario.md#defaults), in the order filled.
+  std::vector<FilledDefault> defaults;
 };
 
 // Reads, parses, resolves presets and validates. Format by extension:

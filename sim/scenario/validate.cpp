@@ -1,26 +1,49 @@
+#include <vector>
+
 #include "sim/scenario/checks.h"
 #include "sim/scenario/execution.h"
+#include "sim/scenario/moe.h"
 
 namespace lacuna::scenario {
 
-// Sections first, each on its own (every field present and in range), then the
-// rules that tie sections together; the first problem found is reported, so the
-// order is fixed.
+// Every problem of the file at once (Error::all_of, in file order). A pass
+// stops at its own first problem, so a check never runs on a value an earlier
+// check of that pass rejected (no division by a tp <= 0 already reported).
+// The four section passes read only their own section and run whatever the
+// others found; the rules that tie sections together run once every section
+// is valid, in the fixed order below.
 void validate_scenario(const Scenario& spec, const SourceMap& locations) {
   const Checker c(locations);
-  validate_model(spec, c);
-  validate_training(spec, c);
-  validate_cluster(spec, c);
-  validate_parallel(spec, c);
-  validate_multimodal(spec, c);
-  validate_consistency(spec, c);
-  // The switches as the compiler will see them: the software preset's
-  // defaults under the scenario's own (a scenario built in code may not have
-  // been resolved yet).
-  Scenario resolved = spec;
-  *resolved.mutable_execution() = resolve_execution(spec, locations);
-  validate_execution(resolved, c);
-  validate_variability(spec, c);
+  std::vector<Error> errors;
+  const auto pass = [&errors](const auto& run) {
+    try {
+      run();
+      return true;
+    } catch (const Error& e) {
+      errors.push_back(e);
+      return false;
+    }
+  };
+  const bool model = pass([&] { validate_model(spec, c); });
+  const bool training = pass([&] { validate_training(spec, c); });
+  const bool cluster = pass([&] { validate_cluster(spec, c); });
+  const bool parallel = pass([&] { validate_parallel(spec, c); });
+  if (model && training && cluster && parallel) {
+    pass([&] {
+      validate_multimodal(spec, c);
+      validate_consistency(spec, c);
+      validate_moe(spec, c);  // docs/moe.md
+      // The switches as the compiler will see them: the software preset's
+      // defaults under the scenario's own (a scenario built in code may not have
+      // been resolved yet).
+      Scenario resolved = spec;
+      *resolved.mutable_execution() = resolve_execution(spec, locations);
+      validate_execution(resolved, c);
+    });
+  }
+  // The variability section reads the cluster only (node and link indices).
+  if (cluster) pass([&] { validate_variability(spec, c); });
+  if (!errors.empty()) throw Error::all_of(std::move(errors));
 }
 
 }  // namespace lacuna::scenario

@@ -211,7 +211,7 @@ void check_precision(const Scenario& spec, const Checker& c) {
     c.fail("training.precision",
            "precision " + Precision_Name(prec) + " is not supported by the GPU of preset \"" + preset +
                "\" (it has no " + field + ")",
-           prec == FP8 ? "use BF16 (FP8 needs Hopper: preset \"h100-sxm\" or \"h200-sxm\")" : "use BF16");
+           prec == FP8 ? "use BF16 (FP8 needs Hopper or Blackwell: preset \"h100-sxm\", \"h200-sxm\", \"b200\", \"gb200-nvl72\" or \"gb300-nvl72\")" : "use BF16");
   c.fail("cluster.gpu." + field, "is not set (needed by precision " + Precision_Name(prec) + ")",
          "set it or use preset: \"h100-sxm\"");
 }
@@ -262,6 +262,7 @@ void validate_consistency(const Scenario& spec, const Checker& c) {
   check_recompute(spec, c);
   check_schedule(spec, c);
   check_precision(spec, c);
+  validate_fp8(spec, c);
   check_size(spec, c);
 }
 

@@ -68,7 +68,9 @@ void check_link(const Checker& c, const LinkSpec& link, const std::string& p,
 }
 
 bool valid_op_class_key(const std::string& key) {
-  if (key == "DEFAULT") return true;
+  // GEMM_FP8: GEMMs whose math runs in FP8, as a fraction of the FP8 peak
+  // (docs/fp8.md#gemm-efficiency).
+  if (key == "DEFAULT" || key == "GEMM_FP8") return true;
   ir::OpClass v;
   return ir::OpClass_Parse(key, &v) && v != ir::OP_CLASS_UNSPECIFIED;
 }
@@ -78,7 +80,7 @@ std::string op_class_keys() {
   const auto* d = ir::OpClass_descriptor();
   for (int i = 0; i < d->value_count(); ++i)
     if (d->value(i)->number() != 0) out += d->value(i)->name() + ", ";
-  return out + "DEFAULT";
+  return out + "GEMM_FP8, DEFAULT";
 }
 
 // The per-shape kernel model (docs/scenario.md#per-shape-kernel-model):
@@ -137,18 +139,29 @@ void validate_cluster(const Scenario& spec, const Checker& c) {
   need("cluster.num_nodes", cl.has_num_nodes());
   need("cluster.gpus_per_node", cl.has_gpus_per_node());
   c.count("cluster.num_nodes", cl.num_nodes(), Limits::kGpus);
-  c.count("cluster.gpus_per_node", cl.gpus_per_node(), Limits::kGpusPerNode);
+  // A rack-scale NVLink domain (GB200 NVL72) is not one node: its trays are
+  // nodes with their own NICs, joined by nvlink_domain_gpus.
+  if (cl.gpus_per_node() > Limits::kGpusPerNode)
+    c.fail("cluster.gpus_per_node",
+           std::to_string(cl.gpus_per_node()) + " is above the supported maximum " +
+               std::to_string(Limits::kGpusPerNode),
+           "for GPUs joined by NVLink across nodes (e.g. a GB200 NVL72 rack) give the node (tray) size, "
+           "gpus_per_node: 4, and nvlink_domain_gpus: 72 (docs/network.md#nvlink-domains)");
+  else
+    c.count("cluster.gpus_per_node", cl.gpus_per_node(), Limits::kGpusPerNode);
   if (cl.num_nodes() * cl.gpus_per_node() > Limits::kGpus)
     c.fail("cluster.num_nodes",
            "the cluster has " + std::to_string(cl.num_nodes() * cl.gpus_per_node()) +
                " GPUs, above the supported maximum " + std::to_string(Limits::kGpus),
            "use fewer nodes");
+  validate_nvlink_domain(spec, c);
 
   // Peaks: the one the precision needs is checked with the plan; any given must be sane.
   const std::pair<const char*, std::pair<bool, double>> peaks[] = {
       {"peak_bf16_tflops", {g.has_peak_bf16_tflops(), g.peak_bf16_tflops()}},
       {"peak_fp16_tflops", {g.has_peak_fp16_tflops(), g.peak_fp16_tflops()}},
       {"peak_fp8_tflops", {g.has_peak_fp8_tflops(), g.peak_fp8_tflops()}},
+      {"peak_fp4_tflops", {g.has_peak_fp4_tflops(), g.peak_fp4_tflops()}},
       {"peak_tf32_tflops", {g.has_peak_tf32_tflops(), g.peak_tf32_tflops()}},
       {"peak_fp32_tflops", {g.has_peak_fp32_tflops(), g.peak_fp32_tflops()}},
   };

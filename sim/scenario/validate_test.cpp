@@ -167,12 +167,15 @@ const Case kCases[] = {
 INSTANTIATE_TEST_SUITE_P(Scenario, ValidationRule, ::testing::ValuesIn(kCases),
                          [](const auto& info) { return info.param.name; });
 
+// (A missing schedule section now takes its documented default,
+// docs/scenario.md#defaults; a missing training section has no default.)
 TEST(Validation, MissingSectionIsReportedWithoutALine) {
-  const std::string text = replace_once(read_source(kSmall), "schedule {\n  kind: ONE_F_ONE_B\n}\n", "");
+  const std::string text = replace_once(
+      read_source(kSmall), "training {\n  global_batch: 32\n  micro_batch: 2\n  precision: BF16\n}\n", "");
   const Error e = error_of(text, Format::kText);
-  EXPECT_EQ(e.where().field, "schedule.kind");
+  EXPECT_EQ(e.where().field, "training.global_batch");
   EXPECT_EQ(e.where().line, 0);
-  EXPECT_THAT(e.fix(), HasSubstr("GPIPE, ONE_F_ONE_B, INTERLEAVED_1F1B, ZB_H1"));
+  EXPECT_THAT(e.fix(), HasSubstr("at least 1"));
 }
 
 TEST(Validation, UnsetPositionEmbeddingListsTheChoices) {

@@ -70,6 +70,10 @@ scenario::Scenario apply_plan(const scenario::Scenario& base, const Plan& plan) 
   p->set_recompute_num_layers(0);
   p->set_overlap_grad_reduce(plan.dp_overlap);
   p->set_overlap_param_gather(plan.dp_overlap && plan.distributed_optimizer);
+  if (plan.ep > 0) {
+    p->set_ep(plan.ep);
+    p->set_expert_tp(plan.expert_tp);
+  }
   s.mutable_schedule()->set_kind(plan.schedule);
   s.mutable_training()->set_micro_batch(plan.micro_batch);
   auto* x = s.mutable_execution();
@@ -90,7 +94,9 @@ std::string describe(const Plan& plan) {
   std::string out = fmt::format("tp{}{} cp{} pp{}", plan.tp, plan.sequence_parallel ? " sp" : "", plan.cp, plan.pp);
   if (plan.split == LayerSplit::kLightLast) out += fmt::format(" last{}", plan.last_stage_layers);
   if (plan.virtual_stages > 1) out += fmt::format(" v{}", plan.virtual_stages);
-  out += fmt::format(" dp{} mb{} {}", plan.dp, plan.micro_batch, recompute_token(plan.recompute));
+  out += fmt::format(" dp{}", plan.dp);
+  if (plan.ep > 0) out += fmt::format(" ep{} etp{}", plan.ep, plan.expert_tp);
+  out += fmt::format(" mb{} {}", plan.micro_batch, recompute_token(plan.recompute));
   if (plan.distributed_optimizer) out += " dist-opt";
   if (plan.dp_overlap) out += " dp-ovl";
   if (plan.tp_comm_overlap) out += " tp-ovl";

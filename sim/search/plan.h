@@ -52,19 +52,25 @@ struct Plan {
   scenario::Recompute recompute = scenario::RECOMPUTE_NONE;
   scenario::ScheduleKind schedule = scenario::ONE_F_ONE_B;
   Placement placement = Placement::kNone;
+  // MoE scenarios (docs/search.md#moe): --expert-model-parallel-size and
+  // --expert-tensor-parallel-size. 0 for a dense scenario: nothing is written
+  // to the scenario and nothing shown.
+  int32_t ep = 0;
+  int32_t expert_tp = 0;
 
   int64_t gpus(int64_t gpus_per_node) const { return num_nodes * gpus_per_node; }
 };
 
 // The scenario the plan stands for: `base` with the plan's fields written
 // over it (cluster.num_nodes, parallel.*, schedule.kind, training.micro_batch,
-// execution.tp_comm_overlap and pipeline_p2p). Every other field (model,
+// execution.tp_comm_overlap and pipeline_p2p; parallel.ep and expert_tp for
+// an MoE plan). Every other field (model,
 // cluster, batch, other switches, the placement kind) is the base's: a
 // multimodal plan's placement is applied when it is compiled.
 scenario::Scenario apply_plan(const scenario::Scenario& base, const Plan& plan);
 
-// "tp8 sp cp1 pp8 v12 dp48 mb2 rc-none do ovl tpo p2p-ovl interleaved" and,
-// multimodal, the placement: one token per dimension, for tables and logs.
+// "tp8 sp cp1 pp8 v12 dp48 mb2 rc-none do ovl tpo p2p-ovl interleaved" (MoE:
+// "… dp48 ep8 etp1 mb2 …") and, multimodal, the placement: one token per dimension, for tables and logs.
 std::string describe(const Plan& plan);
 
 }  // namespace lacuna::search

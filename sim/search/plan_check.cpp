@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "sim/scenario/checks.h"
+#include "sim/scenario/moe.h"
 
 namespace lacuna::search {
 
@@ -24,6 +25,8 @@ std::string_view fate_key(Fate f) {
     case Fate::kOverMemoryBound: return "over-memory-bound";
     case Fate::kCompileFailed: return "compile-failed";
     case Fate::kOverMemoryCompiled: return "over-memory-compiled";
+    case Fate::kExpertParallel: return "expert-parallel";
+    case Fate::kExpertTp: return "expert-tp";
   }
   return "?";
 }
@@ -46,6 +49,8 @@ std::string_view fate_text(Fate f) {
     case Fate::kOverMemoryBound: return "over the memory limit (lower bound on the peak)";
     case Fate::kCompileFailed: return "chosen for simulation, rejected while compiling";
     case Fate::kOverMemoryCompiled: return "simulated, but the compiled peak is over the limit";
+    case Fate::kExpertParallel: return "ep does not divide the experts, ep·expert_tp does not divide tp·cp·dp, or tp > 1 without sequence parallelism";
+    case Fate::kExpertTp: return "expert_tp does not divide the expert FFN width";
   }
   return "?";
 }
@@ -61,6 +66,12 @@ PlanShape plan_shape(const scenario::Scenario& base) {
   s.hidden = m.hidden_size();
   s.global_batch = base.training().global_batch();
   s.gpus_per_node = base.cluster().gpus_per_node();
+  if (scenario::has_moe(base)) {
+    const scenario::Moe moe = scenario::resolve_moe(base);
+    s.experts = moe.num_experts();
+    s.expert_ffn = moe.expert_ffn_hidden_size();
+    s.shared_ffn = moe.shared_expert_ffn_hidden_size();
+  }
   return s;
 }
 
@@ -72,6 +83,8 @@ bool is_pruned(Fate f) {
 Fate check_plan(const PlanShape& s, const Plan& p) {
   // validate_consistency.cpp, check_tensor_and_context.
   if (s.heads % p.tp != 0 || s.kv_heads % p.tp != 0 || s.ffn % p.tp != 0) return Fate::kTpHeads;
+  // moe.cpp validate_moe: shared experts split over TP like the dense MLP.
+  if (s.experts > 0 && s.shared_ffn % p.tp != 0) return Fate::kTpHeads;
   if (p.cp > 1 && s.seq % (2 * p.cp) != 0) return Fate::kCpSequence;
   if (p.sequence_parallel && (s.seq / p.cp) % p.tp != 0) return Fate::kSpSequence;
   // check_world_and_batch (tp·cp·pp·dp equals the GPUs by construction).
@@ -95,6 +108,16 @@ Fate check_plan(const PlanShape& s, const Plan& p) {
   if (ops > scenario::Limits::kOpsPerRank || program_ops > scenario::Limits::kOpsPerProgram) return Fate::kProgramSize;
   if (static_cast<__int128>(p.micro_batch) * s.seq * s.hidden > scenario::Limits::kActivationElements) {
     return Fate::kProgramSize;
+  }
+  // moe.cpp validate_moe: ep divides the experts; a stage's tp·cp·dp ranks
+  // regroup as expert_tp × ep × expert_dp; expert_tp divides the expert FFN.
+  if (s.experts > 0) {
+    const int64_t ep = std::max<int32_t>(p.ep, 1);
+    const int64_t etp = p.expert_tp > 0 ? p.expert_tp : p.tp;
+    if (s.experts % ep != 0 || (int64_t{p.tp} * p.cp * p.dp) % (ep * etp) != 0) return Fate::kExpertParallel;
+    // Megatron-Core refuses MoE with TP but without sequence parallelism.
+    if (p.tp > 1 && !p.sequence_parallel) return Fate::kExpertParallel;
+    if (s.expert_ffn % etp != 0) return Fate::kExpertTp;
   }
   // validate_mllm.cpp, check_optimus.
   if (p.placement == Placement::kOptimus && p.cp != 1) return Fate::kPlacementRule;

@@ -33,8 +33,14 @@ enum class Fate : int8_t {
   kOverMemoryBound,         // over the memory limit by a lower bound on the peak
   kCompileFailed,           // chosen for simulation, but rejected while compiling (reason in the CSV)
   kOverMemoryCompiled,      // simulated, but the compiled program's peak is over the limit
+  // MoE (sim/scenario/moe.cpp validate_moe); last, so that dense outputs keep
+  // their order. Only MoE searches list them.
+  kExpertParallel,          // ep does not divide num_experts, ep·expert_tp does not divide tp·cp·dp, or MoE with tp > 1 without SP
+  kExpertTp,                // expert_tp does not divide the expert FFN width
 };
-inline constexpr int kNumFates = 16;
+inline constexpr int kNumFates = 18;
+inline constexpr int kNumDenseFates = 16;
+inline bool fate_shown(Fate f, bool moe) { return moe || static_cast<int>(f) < kNumDenseFates; }
 std::string_view fate_key(Fate f);    // "simulated", "tp-heads", ... (CSV)
 std::string_view fate_text(Fate f);   // one line for the summary
 
@@ -43,6 +49,8 @@ struct PlanShape {
   int64_t layers = 0, heads = 0, kv_heads = 0, ffn = 0, seq = 0, hidden = 0;
   int64_t global_batch = 0;
   int64_t gpus_per_node = 0;
+  // MoE (0 experts: dense): resolved as sim/scenario/moe.h resolves them.
+  int64_t experts = 0, expert_ffn = 0, shared_ffn = 0;
 };
 PlanShape plan_shape(const scenario::Scenario& base);
 

@@ -8,6 +8,8 @@
 
 #include "sim/core/error.h"
 #include "sim/placement/compile.h"
+#include "sim/scenario/moe.h"
+#include "sim/scenario/nvlink_domain.h"
 
 namespace lacuna::search {
 namespace {
@@ -87,7 +89,7 @@ std::vector<std::string> fixable_fields() {
           "parallel.pp",                "parallel.virtual_stages", "parallel.dp",           "training.micro_batch",
           "parallel.recompute",         "parallel.distributed_optimizer", "parallel.overlap_grad_reduce",
           "execution.tp_comm_overlap",  "execution.pipeline_p2p", "schedule.kind",            "placement.kind",
-          "parallel.layer_split"};
+          "parallel.layer_split",       "parallel.ep",        "parallel.expert_tp"};
 }
 
 std::vector<Placement> scenario_placements(const scenario::LoadedScenario& loaded) {
@@ -124,9 +126,11 @@ Dimensions make_dimensions(const scenario::Scenario& base, const std::optional<G
   } else {
     d.num_nodes = {base.cluster().num_nodes()};
   }
-  // TP inside a node (Megatron-LM's practice; across nodes it runs on the
-  // NICs): powers of two up to the node's GPUs.
-  for (int64_t t = 1; t <= gpn; t *= 2) d.tp.push_back(t);
+  // TP inside an NVLink domain (Megatron-LM's practice; beyond it TP runs on
+  // the NICs): powers of two up to the domain's GPUs, the node's on HGX/DGX
+  // clusters, up to 64 on an NVL72 rack (docs/search.md#the-space).
+  const int64_t domain = scenario::nvlink_domain_gpus(base.cluster());
+  for (int64_t t = 1; t <= domain; t *= 2) d.tp.push_back(t);
   d.cp = {1, 2, 4, 8};
   d.pp = range(1, std::min<int64_t>(layers, 128));
   d.virtual_stages = range(1, std::min<int64_t>(layers, 64));
@@ -143,6 +147,18 @@ Dimensions make_dimensions(const scenario::Scenario& base, const std::optional<G
   if (base.model().encoders_size() > 0 && base.model().encoders(0).has_layout()) {
     const auto& l = base.model().encoders(0).layout();
     d.encoder_pp_layout = std::pair<int64_t, int64_t>{std::max<int64_t>(1, l.tp()), std::max<int64_t>(1, l.pp())};
+  }
+  const bool moe = scenario::has_moe(base);
+  if (moe) {
+    // Every EP size validation allows: the divisors of num_experts
+    // (Megatron-LM arguments.py: experts a multiple of the EP size); expert
+    // TP as TP, inside a node.
+    const int64_t experts = base.model().llm().moe().num_experts();
+    d.ep.clear();
+    for (int64_t e = 1; e <= experts; ++e)
+      if (experts % e == 0) d.ep.push_back(e);
+    d.expert_tp.clear();
+    for (int64_t t = 1; t <= domain; t *= 2) d.expert_tp.push_back(t);
   }
 
   std::map<std::string, std::string> seen;
@@ -187,6 +203,12 @@ Dimensions make_dimensions(const scenario::Scenario& base, const std::optional<G
     if (field == "cluster.num_nodes") {
       if (gpus) throw flag_error(where, "contradicts --gpus: both set the GPU count", "give one of them");
       d.num_nodes = ints(1, 1'000'000);
+    } else if (field == "parallel.ep" || field == "parallel.expert_tp") {
+      if (!moe) {
+        throw flag_error(where, "the model has no experts (model.llm.moe.num_experts is 0)",
+                         "search ep and expert_tp only for an MoE scenario");
+      }
+      (field == "parallel.ep" ? d.ep : d.expert_tp) = ints(1, 1'000'000);
     } else if (field == "parallel.tp") {
       d.tp = ints(1, 1'000'000);
     } else if (field == "parallel.cp") {
@@ -274,6 +296,10 @@ std::vector<Plan> enumerate_plans(const scenario::Scenario& base, const Dimensio
     throw flag_error("--fix", fmt::format("the search space holds more than {} plans", limit),
                      "narrow it with --fix (e.g. --fix parallel.tp=8) or a smaller --gpus range");
   };
+  // (ep, expert_tp), ep varying slowest; one (0, 0) for a dense scenario.
+  std::vector<std::pair<int64_t, int64_t>> expert_layouts;
+  for (int64_t ep : d.ep)
+    for (int64_t xtp : d.expert_tp) expert_layouts.emplace_back(ep, xtp);
   for (int64_t nodes : d.num_nodes) {
     const int64_t gpus = nodes * gpn;
     for (int64_t tp : d.tp) {
@@ -329,6 +355,7 @@ std::vector<Plan> enumerate_plans(const scenario::Scenario& base, const Dimensio
                             for (bool p2p : allowed(d.p2p_overlapped, pp > 1 ? std::initializer_list<bool>{false, true}
                                                                              : std::initializer_list<bool>{false})) {
                               for (Placement place : d.placement) {
+                               for (const auto& [ep, xtp] : expert_layouts) {
                                 if (out.size() >= limit) refuse_size();
                                 int64_t plan_dp = dp;
                                 if (place == Placement::kMegatronEncoderPp) {
@@ -338,6 +365,9 @@ std::vector<Plan> enumerate_plans(const scenario::Scenario& base, const Dimensio
                                   if (gpus % per_replica != 0) continue;
                                   plan_dp = gpus / per_replica;
                                 }
+                                // Megatron-Core regroups a stage's tp·cp·dp
+                                // ranks as expert_tp × ep × expert_dp.
+                                if (ep > 0 && (tp * cp * plan_dp) % (ep * xtp) != 0) continue;
                                 Plan p;
                                 p.num_nodes = nodes;
                                 p.dp = plan_dp;
@@ -356,7 +386,10 @@ std::vector<Plan> enumerate_plans(const scenario::Scenario& base, const Dimensio
                                 p.recompute = rc;
                                 p.schedule = kind;
                                 p.placement = place;
+                                p.ep = static_cast<int32_t>(ep);
+                                p.expert_tp = static_cast<int32_t>(xtp);
                                 out.push_back(p);
+                               }
                               }
                             }
                           }

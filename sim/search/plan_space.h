@@ -33,6 +33,9 @@ struct Dimensions {
   std::vector<scenario::ScheduleKind> schedule;
   std::vector<LayerSplit> split;
   std::vector<Placement> placement;
+  // MoE (docs/search.md#moe): ep the divisors of num_experts, expert_tp
+  // powers of two up to the node; {0} for a dense scenario (no dimension).
+  std::vector<int64_t> ep = {0}, expert_tp = {0};
   // MEGATRON_ENCODER_PP: the encoder layout's (tp, pp) when the scenario
   // gives one; else the LLM's tp and pp 1 (placement/megatron_encoder_pp.h).
   // Its ranks come on top of the LLM's, so its plans have
@@ -56,7 +59,9 @@ Dimensions make_dimensions(const scenario::Scenario& base, const std::optional<G
 
 // Every plan of the space, in a fixed order (nodes, tp, sp, TP overlap, cp,
 // pp, layer split, v, schedule, micro-batch, recompute, distributed
-// optimizer, DP overlap, p2p, placement): a plan's index is its id. Throws
+// optimizer, DP overlap, p2p, placement, ep, expert_tp): a plan's index is
+// its id. MoE plans whose ep · expert_tp does not divide tp · cp · dp are not
+// made (as plans whose tp · cp · pp does not divide the GPUs). Throws
 // lacuna::Error when the space is empty, naming the constraints; a space of
 // more than `limit` plans is refused, naming --fix and --gpus.
 std::vector<Plan> enumerate_plans(const scenario::Scenario& base, const Dimensions& dims,

@@ -9,7 +9,9 @@
 #include "sim/model/accounting.h"
 #include "sim/model/layer.h"
 #include "sim/model/mllm.h"
+#include "sim/model/moe.h"
 #include "sim/scenario/execution.h"
+#include "sim/scenario/nvlink_domain.h"
 
 namespace lacuna::search {
 namespace {
@@ -59,11 +61,27 @@ int64_t rank_communicators(const Plan& p) {
 
 }  // namespace
 
+int64_t Screen::moe_communicators(const Plan& p) const {
+  // The compiler lists each MoE group once per kind, even where its ranks
+  // equal a dense group's (compiler/rank_layout.cpp add_expert_layout), and
+  // counts a communicator per distinct group (compiler/memory_overheads.cpp):
+  // EP, expert TP, expert DP, and the EP ranks inside and across NVLink
+  // domains, each when it has more than one rank.
+  const int64_t etp = std::max<int64_t>(1, p.expert_tp), ep = std::max<int64_t>(1, p.ep);
+  const int64_t stage = int64_t{p.tp} * p.cp * p.dp;
+  const int64_t edp = std::max<int64_t>(1, stage / (ep * etp));
+  const int64_t domain = std::max<int64_t>(1, scenario::nvlink_domain_gpus(base_.cluster()));
+  int64_t intra = std::clamp<int64_t>(domain / etp, 1, ep);
+  while (ep % intra != 0) --intra;
+  return (ep > 1 ? 1 : 0) + (etp > 1 ? 1 : 0) + (edp > 1 ? 1 : 0) + (intra > 1 ? 1 : 0) + (ep / intra > 1 ? 1 : 0);
+}
+
 Screen::Screen(const scenario::Scenario& base)
     : base_(base), cost_(cost::make_analytic_cost_model(base.cluster(), base.training().precision())) {
   peak_flops_ = scenario::peak_flops_per_s(base.cluster().gpu(), base.training().precision());
   gemm_efficiency_ = scenario::op_efficiency(base.cluster().gpu(), "GEMM").flops;
   const model::LayerShape shape = model::layer_shape(base);
+  moe_ = shape.moe;
   model_flops_ = model::model_flops_per_iteration(model::unsharded(shape, 1), base.model().llm().num_layers(),
                                                   base.training().global_batch());
   for (int e = 0; e < base.model().encoders_size(); ++e) {
@@ -78,18 +96,35 @@ Screen::Screen(const scenario::Scenario& base)
   fragmentation_ = cost::allocator_fragmentation(base.cluster());
 }
 
-const Screen::LayerFigures& Screen::layer(const Plan& plan) {
+int64_t Screen::moe_layers(int64_t first, int64_t n) const {
+  int64_t count = 0;
+  for (int64_t l = first; l < first + n; ++l) count += moe_.is_moe_layer(l) ? 1 : 0;
+  return count;
+}
+
+const Screen::LayerFigures& Screen::layer(const Plan& plan, bool moe_layer) {
   const ShapeKey key{plan.tp, plan.cp, plan.sequence_parallel, plan.micro_batch, static_cast<int>(plan.recompute),
-                     plan.tp_comm_overlap, plan.pp > 1};
+                     plan.tp_comm_overlap, plan.pp > 1, plan.ep, plan.expert_tp, moe_layer};
   if (auto it = layers_.find(key); it != layers_.end()) return it->second;
   // The plan's scenario, only to read the layer's shape as the compiler does.
   Plan probe = plan;
   probe.pp = plan.pp > 1 ? 2 : 1;
   const scenario::Scenario spec = apply_plan(base_, probe);
-  const model::LayerShape s = model::layer_shape(spec);
-  const int64_t gpn = base_.cluster().gpus_per_node();
+  model::LayerShape s = model::layer_shape(spec);
+  s.moe_layer = moe_layer;
+  // Groups are local within an NVLink domain (a node on HGX/DGX, a rack on
+  // NVL72): the analytic model's "node" is the domain (docs/network.md).
+  const int64_t gpn = scenario::nvlink_domain_gpus(base_.cluster());
   const cost::GroupShape tp_group = strided_group(plan.tp, 1, gpn);
   const cost::GroupShape cp_group = strided_group(plan.cp, plan.tp, gpn);
+  // MoE groups under Megatron-Core's expert order (tp-ep-dp): expert TP
+  // innermost, an EP group's members expert_tp apart (docs/moe.md).
+  const int64_t etp = std::max<int64_t>(1, s.moe.expert_tp), ep = std::max<int64_t>(1, s.moe.ep);
+  const int64_t per_domain = std::max<int64_t>(1, s.moe.ep_per_domain);
+  const cost::GroupShape expert_tp_group = strided_group(etp, 1, gpn);
+  const cost::GroupShape ep_group = strided_group(ep, etp, gpn);
+  const cost::GroupShape ep_intra_group = strided_group(per_domain, etp, gpn);
+  const cost::GroupShape ep_inter_group = strided_group(ep / per_domain, etp * per_domain, gpn);
   LayerFigures f;
   auto add = [&](const std::vector<model::Step>& steps, double& compute_s, double* weight_s) {
     for (const model::Step& step : steps) {
@@ -101,10 +136,16 @@ const Screen::LayerFigures& Screen::layer(const Plan& plan) {
       } else {
         const auto& c = std::get<model::CommPoint>(step);
         const bool tp = c.group == model::CommGroup::kTp;
-        const cost::GroupShape& g = tp ? tp_group : cp_group;
+        const bool cp = c.group == model::CommGroup::kCp;
+        const cost::GroupShape& g = tp                                          ? tp_group
+                                    : cp                                        ? cp_group
+                                    : c.group == model::CommGroup::kExpertTp    ? expert_tp_group
+                                    : c.group == model::CommGroup::kEpIntraDomain ? ep_intra_group
+                                    : c.group == model::CommGroup::kEpInterDomain ? ep_inter_group
+                                                                                : ep_group;
         if (g.size <= 1) continue;
         const double t = cost_->collective(c.kind, c.bytes, g).seconds();
-        (tp ? f.tp_comm_s : f.cp_comm_s) += t;
+        (tp ? f.tp_comm_s : cp ? f.cp_comm_s : f.ep_comm_s) += t;
       }
     }
   };
@@ -130,9 +171,17 @@ const Screen::LayerFigures& Screen::layer(const Plan& plan) {
   f.p2p_bytes = static_cast<double>(s.micro_batch) * static_cast<double>(s.seq_per_rank()) *
                 static_cast<double>(s.hidden) * 2.0 / (plan.sequence_parallel ? plan.tp : 1);
   f.layer_params = model::layer_parameters(s);
+  if (moe_layer) {
+    // The MoE MLP in place of the dense one (sim/model/moe.h).
+    f.layer_params += model::moe_mlp_parameters(s) - model::dense_mlp_parameters(s);
+    f.expert_params = model::moe_routed_expert_parameters(s);
+  }
   f.embedding_params = model::embedding_parameters(s);
   f.head_params = model::head_parameters(s);
   f.layer_activation = cost::layer_activation_bytes(compiler::activation_inputs(s, plan.recompute));
+  if (moe_layer && plan.recompute != scenario::RECOMPUTE_FULL) {
+    f.layer_activation += Bytes(model::moe_mlp_activation_bytes(s) - model::dense_mlp_activation_bytes(s));
+  }
   f.head_activation = model::head_activation_bytes(s);
   f.grad_fp32 = s.grad_fp32;
   f.attention_s = layer_attention_s;
@@ -150,6 +199,7 @@ double Screen::optimizer_s(int64_t parameters) {
 ScreenEstimate Screen::estimate(const Plan& plan) {
   const LayerFigures& f = layer(plan);
   const int64_t gpn = base_.cluster().gpus_per_node();
+  const int64_t domain = scenario::nvlink_domain_gpus(base_.cluster());
   const int64_t layers = base_.model().llm().num_layers();
   const int64_t pp = plan.pp, v = plan.virtual_stages;
   const int64_t m = std::max<int64_t>(1, base_.training().global_batch() / (int64_t{plan.micro_batch} * plan.dp));
@@ -167,8 +217,31 @@ ScreenEstimate Screen::estimate(const Plan& plan) {
   double w_first = static_cast<double>(first_layers) * per_layer + f.embedding_s;
   double w_last = static_cast<double>(last_layers) * per_layer + f.head_s;
   if (pp == 1) w_first = w_last = static_cast<double>(layers) * per_layer + f.embedding_s + f.head_s;
-  const double w_mid = static_cast<double>(first_layers) * per_layer;
-  const double w_weight = static_cast<double>(first_layers) * f.weight_grad_s;
+  double w_mid = static_cast<double>(first_layers) * per_layer;
+  double w_weight = static_cast<double>(first_layers) * f.weight_grad_s;
+  // MoE (docs/search.md#moe): each stage's MoE layers at the MoE layer's
+  // figures (expert GEMMs on the tokens·top_k its EP rank receives, the
+  // dispatch and combine as the dispatcher moves them), its dense layers at
+  // the dense ones; the middle stages at the model's mix.
+  const bool moe = moe_.enabled() && plan.ep > 0;
+  const LayerFigures& fm = moe ? layer(plan, true) : f;
+  const double per_moe_layer = moe ? fm.forward_s + fm.backward_s + fm.tp_comm_s +
+                                         std::max(0.0, fm.cp_comm_s - fm.attention_s) + fm.ep_comm_s
+                                   : per_layer;
+  const int64_t moe_first = moe ? moe_layers(0, pp == 1 ? layers : first_layers) : 0;
+  const int64_t moe_last = moe ? moe_layers(layers - last_layers, last_layers) : 0;
+  const int64_t moe_all = moe ? moe_layers(0, layers) : 0;
+  if (moe) {
+    auto work = [&](int64_t n, int64_t n_moe) {
+      return static_cast<double>(n - n_moe) * per_layer + static_cast<double>(n_moe) * per_moe_layer;
+    };
+    w_first = work(first_layers, moe_first) + f.embedding_s;
+    w_last = work(last_layers, moe_last) + f.head_s;
+    if (pp == 1) w_first = w_last = work(layers, moe_all) + f.embedding_s + f.head_s;
+    w_mid = work(layers, moe_all) * static_cast<double>(first_layers) / static_cast<double>(layers);
+    w_weight = static_cast<double>(first_layers - moe_first) * f.weight_grad_s +
+               static_cast<double>(moe_first) * fm.weight_grad_s;
+  }
 
   // Encoder work per GPU at the GEMM rate, placed as each placement does
   // (docs/search.md#the-screen).
@@ -212,8 +285,13 @@ ScreenEstimate Screen::estimate(const Plan& plan) {
   // Pipeline p2p: one activation each way per microbatch and stage boundary.
   double exposed = static_cast<double>(m) * (static_cast<double>(layers) / static_cast<double>(pp)) *
                    (f.tp_comm_s + cp_exposed);
+  if (moe) {
+    const double moe_comm = fm.tp_comm_s + std::max(0.0, fm.cp_comm_s - fm.attention_s) + fm.ep_comm_s;
+    exposed = static_cast<double>(m) / static_cast<double>(pp) *
+              (static_cast<double>(layers - moe_all) * (f.tp_comm_s + cp_exposed) + static_cast<double>(moe_all) * moe_comm);
+  }
   if (pp > 1) {
-    const bool same_node = int64_t{plan.tp} * plan.cp * plan.dp < gpn;
+    const bool same_node = int64_t{plan.tp} * plan.cp * plan.dp < domain;  // next stage in the same NVLink domain
     const double p2p = cost_->p2p(static_cast<int64_t>(f.p2p_bytes), same_node).seconds();
     const double transfers = plan.p2p_overlapped ? 2.0 * static_cast<double>(pp - 1) * static_cast<double>(v)
                                                  : 2.0 * static_cast<double>(m * v + pp - 1);
@@ -224,18 +302,49 @@ ScreenEstimate Screen::estimate(const Plan& plan) {
   // Data parallelism: gradients reduced (reduce-scatter with the distributed
   // optimizer, else all-reduce), parameters all-gathered back; with overlap
   // only the last bucket or model chunk stays exposed.
-  const int64_t stage_params = std::max(static_cast<int64_t>(first_layers) * f.layer_params + f.embedding_params,
-                                        static_cast<int64_t>(last_layers) * f.layer_params + f.head_params);
+  int64_t stage_params = std::max(static_cast<int64_t>(first_layers) * f.layer_params + f.embedding_params,
+                                  static_cast<int64_t>(last_layers) * f.layer_params + f.head_params);
+  // MoE: the stages' parameters with their MoE layers, and of those the
+  // routed experts', whose gradients reduce (and whose distributed-optimizer
+  // state shards) over the expert-DP group, tp·cp·dp / (ep·expert_tp) ranks
+  // expert_tp·ep apart (Megatron-Core's expert order tp-ep-dp).
+  int64_t first_expert = 0, last_expert = 0, stage_expert = 0;
+  int64_t first_params = static_cast<int64_t>(pp == 1 ? layers : first_layers) * f.layer_params + f.embedding_params;
+  int64_t last_params = static_cast<int64_t>(last_layers) * f.layer_params + f.head_params;
+  if (pp == 1) first_params = stage_params;
+  const int64_t expert_dp =
+      moe ? std::max<int64_t>(1, int64_t{plan.tp} * plan.cp * plan.dp / (int64_t{plan.ep} * std::max(plan.expert_tp, 1))) : 1;
+  if (moe) {
+    const int64_t extra = fm.layer_params - f.layer_params;
+    first_params += moe_first * extra;
+    last_params += moe_last * extra;
+    if (pp == 1) {
+      const int64_t all = static_cast<int64_t>(layers) * f.layer_params + moe_all * extra;
+      first_params = last_params = all + std::max(f.embedding_params, f.head_params);
+    }
+    first_expert = moe_first * fm.expert_params;
+    last_expert = (pp == 1 ? moe_first : moe_last) * fm.expert_params;
+    stage_params = std::max(first_params, last_params);
+    stage_expert = first_params >= last_params ? first_expert : last_expert;
+  }
   double dp_s = 0;
   const int64_t replicas = plan.dp * plan.cp;
-  if (replicas > 1) {
-    const cost::GroupShape g = strided_group(replicas, plan.tp, gpn);
-    const int64_t grad_bytes = stage_params * (grad_reduce_fp32_ ? 4 : 2);
-    if (plan.distributed_optimizer) {
-      dp_s = cost_->collective(ir::REDUCE_SCATTER, grad_bytes, g).seconds() +
-             cost_->collective(ir::ALL_GATHER, stage_params * 2, g).seconds();
+  if (replicas > 1 || expert_dp > 1) {
+    auto sync = [&](int64_t params, const cost::GroupShape& group) {
+      if (group.size <= 1 || params <= 0) return 0.0;
+      const int64_t grad_bytes = params * (grad_reduce_fp32_ ? 4 : 2);
+      if (plan.distributed_optimizer) {
+        return cost_->collective(ir::REDUCE_SCATTER, grad_bytes, group).seconds() +
+               cost_->collective(ir::ALL_GATHER, params * 2, group).seconds();
+      }
+      return cost_->collective(ir::ALL_REDUCE, grad_bytes, group).seconds();
+    };
+    const cost::GroupShape g = strided_group(replicas, plan.tp, domain);
+    if (!moe) {
+      dp_s = sync(stage_params, g);
     } else {
-      dp_s = cost_->collective(ir::ALL_REDUCE, grad_bytes, g).seconds();
+      dp_s = sync(stage_params - stage_expert, g) +
+             sync(stage_expert, strided_group(expert_dp, int64_t{plan.ep} * std::max(plan.expert_tp, 1), domain));
     }
     if (plan.dp_overlap) {
       // Megatron-LM's buckets: max(40M, 1M·dp) parameters.
@@ -245,8 +354,11 @@ ScreenEstimate Screen::estimate(const Plan& plan) {
     }
   }
   exposed += dp_s;
-  const double optimizer =
-      optimizer_s(plan.distributed_optimizer ? (stage_params + replicas - 1) / replicas : stage_params);
+  int64_t optimizer_params = plan.distributed_optimizer ? (stage_params + replicas - 1) / replicas : stage_params;
+  if (moe && plan.distributed_optimizer) {
+    optimizer_params = (stage_params - stage_expert + replicas - 1) / replicas + (stage_expert + expert_dp - 1) / expert_dp;
+  }
+  const double optimizer = optimizer_s(optimizer_params);
   double iteration = pipeline + dp_s + optimizer;
   int64_t gpus = llm_gpus;
   switch (plan.placement) {
@@ -308,13 +420,28 @@ ScreenEstimate Screen::estimate(const Plan& plan) {
     const cost::ModelStateBytes st = cost::model_state_bytes(params, replicas, plan.distributed_optimizer, grad_bytes);
     return static_cast<double>(st.weights.count() + st.gradients.count() + st.optimizer.count());
   };
-  const double act_first = static_cast<double>(in_flight_layers_first) * static_cast<double>(f.layer_activation.count());
-  const double act_last = static_cast<double>(last_layers) * static_cast<double>(f.layer_activation.count());
-  const double first_params = static_cast<double>(pp == 1 ? stage_params : first_layers * f.layer_params + f.embedding_params);
-  const double bound_first = state(static_cast<int64_t>(first_params)) + other + act_first;
-  const double bound_last =
-      pp == 1 ? bound_first
-              : state(static_cast<int64_t>(last_layers) * f.layer_params + f.head_params) + other + act_last;
+  // MoE: which layers are in flight is the schedule's business, so the
+  // bound takes the smaller of the dense and the MoE layer's activations.
+  const double layer_act = static_cast<double>(
+      moe ? std::min(f.layer_activation.count(), fm.layer_activation.count()) : f.layer_activation.count());
+  const double act_first = static_cast<double>(in_flight_layers_first) * layer_act;
+  const double act_last = static_cast<double>(last_layers) * layer_act;
+  double bound_first = 0, bound_last = 0;
+  if (!moe) {
+    const double first_stage = static_cast<double>(pp == 1 ? stage_params : first_layers * f.layer_params + f.embedding_params);
+    bound_first = state(static_cast<int64_t>(first_stage)) + other + act_first;
+    bound_last = pp == 1 ? bound_first
+                         : state(static_cast<int64_t>(last_layers) * f.layer_params + f.head_params) + other + act_last;
+  } else {
+    // The routed experts' state shards over expert DP, the rest over DP.
+    auto moe_state = [&](int64_t params, int64_t expert) {
+      const cost::ModelStateBytes e =
+          cost::model_state_bytes(expert, expert_dp, plan.distributed_optimizer, grad_bytes);
+      return state(params - expert) + static_cast<double>(e.weights.count() + e.gradients.count() + e.optimizer.count());
+    };
+    bound_first = moe_state(first_params, first_expert) + other + act_first;
+    bound_last = pp == 1 ? bound_first : moe_state(last_params, last_expert) + other + act_last;
+  }
   out.memory_lower_bound = Bytes(static_cast<int64_t>(std::max(bound_first, bound_last)));
   const double head_act = static_cast<double>(f.head_activation.count());
   // The estimate adds the allocator's reserve, the head's activations and
@@ -343,7 +470,11 @@ ScreenEstimate Screen::estimate(const Plan& plan) {
   const double est_first = bound_first + fragmentation_ * act_first + (pp == 1 ? head_act : 0) + encoder_state;
   const double est_last = bound_last + fragmentation_ * act_last + head_act +
                           (plan.placement == Placement::kMegatronBaseline ? 0.0 : encoder_state);
-  out.memory = Bytes(static_cast<int64_t>(std::max(est_first, est_last)));
+  // MoE: the estimate adds the expert groups' communicators (EP, expert TP,
+  // expert DP, and the EP ranks inside and across NVLink domains); the bound
+  // leaves them out.
+  const double moe_other = moe ? nccl_communicator_bytes_ * static_cast<double>(moe_communicators(plan)) : 0.0;
+  out.memory = Bytes(static_cast<int64_t>(std::max(est_first, est_last) + moe_other));
   return out;
 }
 

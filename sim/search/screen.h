@@ -18,6 +18,7 @@
 
 #include "sim/core/units.h"
 #include "sim/cost/cost_model.h"
+#include "sim/model/layer_shape.h"
 #include "sim/scenario/scenario.h"
 #include "sim/search/plan.h"
 
@@ -46,14 +47,22 @@ class Screen {
     double attention_s = 0;                                    // of which the attention kernels
     double tp_comm_s = 0;                                      // TP collectives, forward + backward
     double cp_comm_s = 0;
+    double ep_comm_s = 0;  // MoE layer: dispatch and combine (EP, expert TP), forward + backward
+    int64_t expert_params = 0;  // MoE layer: the local routed experts' (reduced over expert DP)
     double embedding_s = 0, head_s = 0;                        // forward + backward
     double p2p_bytes = 0;
     int64_t layer_params = 0, embedding_params = 0, head_params = 0;
     Bytes layer_activation, head_activation;
     bool grad_fp32 = true;
   };
-  using ShapeKey = std::tuple<int32_t, int32_t, bool, int32_t, int, bool, bool>;  // tp cp sp mb recompute tp-overlap pp>1
-  const LayerFigures& layer(const Plan& plan);
+  // tp cp sp mb recompute tp-overlap pp>1 ep expert_tp moe-layer
+  using ShapeKey = std::tuple<int32_t, int32_t, bool, int32_t, int, bool, bool, int32_t, int32_t, bool>;
+  // One layer's figures; `moe_layer`: an MoE layer of an MoE model.
+  const LayerFigures& layer(const Plan& plan, bool moe_layer = false);
+  // MoE layers among [first, first + n) of the LLM.
+  int64_t moe_layers(int64_t first, int64_t n) const;
+  // NCCL communicators the expert groups add (in the estimate, not the bound).
+  int64_t moe_communicators(const Plan& plan) const;
   double optimizer_s(int64_t parameters);
 
   scenario::Scenario base_;
@@ -65,6 +74,7 @@ class Screen {
   double encoder_flops_ = 0;   // all encoders, per iteration
   double encoder_trained_params_ = 0, encoder_frozen_params_ = 0;
   double gemm_efficiency_ = 1;
+  model::MoeShape moe_;  // the model's MoE settings (num_experts 0: dense)
   bool grad_reduce_fp32_ = false;
   double cuda_context_bytes_ = 0, nccl_communicator_bytes_ = 0, fragmentation_ = 0;
 };

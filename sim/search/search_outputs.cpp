@@ -32,13 +32,18 @@ const char* schedule_name(scenario::ScheduleKind k) {
   }
 }
 
-const std::vector<std::string>& columns() {
-  static const std::vector<std::string> c = {
+// MoE searches add ep and expert_tp after dp; dense ones keep their columns.
+std::vector<std::string> columns(bool moe) {
+  std::vector<std::string> c = {
       "id", "num_nodes", "gpus", "tp", "sequence_parallel", "cp", "pp", "layer_split", "last_stage_layers",
       "virtual_stages", "dp", "micro_batch", "recompute", "distributed_optimizer", "dp_overlap", "tp_comm_overlap",
       "pipeline_p2p", "schedule", "placement", "fate", "screen_iteration_s", "screen_tokens_per_s", "screen_mfu",
       "screen_memory_gb", "screen_memory_lower_bound_gb", "screen_bubble_s", "screen_exposed_comm_s",
       "sim_iteration_s", "sim_tokens_per_s", "sim_mfu", "sim_peak_memory_gb", "sim_gpus", "sim_rank", "note"};
+  if (moe) {
+    const auto dp = std::find(c.begin(), c.end(), "dp") + 1;
+    c.insert(dp, {"ep", "expert_tp"});
+  }
   return c;
 }
 
@@ -76,6 +81,10 @@ void for_each_field(const SearchResult& r, size_t id, const std::vector<int64_t>
   }
   integer(p.virtual_stages);
   integer(p.dp);
+  if (r.moe) {
+    integer(p.ep);
+    integer(p.expert_tp);
+  }
   integer(p.micro_batch);
   emit(recompute_name(p.recompute));
   flag(p.distributed_optimizer);
@@ -236,7 +245,7 @@ std::string format_search(const SearchResult& r, size_t n) {
 
 std::string search_csv(const SearchResult& r) {
   std::string out;
-  const auto& cols = columns();
+  const std::vector<std::string> cols = columns(r.moe);
   for (size_t i = 0; i < cols.size(); ++i) out += (i ? "," : "") + cols[i];
   out += "\n";
   const std::vector<int64_t> rank_of = ranks(r);
@@ -261,7 +270,11 @@ std::string search_json(const SearchResult& r, size_t n, bool summary_only) {
   j["gpu_budget"] = r.gpu_budget;
   j["candidates_total"] = r.candidates.size();
   nlohmann::json counts = nlohmann::json::object();
-  for (int f = 0; f < kNumFates; ++f) counts[std::string(fate_key(static_cast<Fate>(f)))] = r.fate_counts[static_cast<size_t>(f)];
+  for (int f = 0; f < kNumFates; ++f) {
+    if (fate_shown(static_cast<Fate>(f), r.moe)) {
+      counts[std::string(fate_key(static_cast<Fate>(f)))] = r.fate_counts[static_cast<size_t>(f)];
+    }
+  }
   j["fates"] = counts;
   j["rank_correlation"] = r.rank_correlation ? nlohmann::json(*r.rank_correlation) : nlohmann::json(nullptr);
   nlohmann::json top = nlohmann::json::array();
@@ -271,7 +284,7 @@ std::string search_json(const SearchResult& r, size_t n, bool summary_only) {
   j["pareto_memory"] = f.memory_front;
   if (r.gpu_count_free) j["pareto_gpus"] = f.gpu_front;
   if (!summary_only) {
-    j["columns"] = columns();
+    j["columns"] = columns(r.moe);
     nlohmann::json rows = nlohmann::json::array();
     const std::vector<int64_t> rank_of = ranks(r);
     for (size_t id = 0; id < r.candidates.size(); ++id) {

@@ -220,6 +220,7 @@ SearchResult run_search(const SearchOptions& o, const parallel::World& world, co
   const scenario::LoadedScenario base = scenario::load_scenario(o.scenario, 1, o.edits);
   result.scenario_name = base.spec.name();
   result.gpus_per_node = base.spec.cluster().gpus_per_node();
+  result.moe = base.spec.model().llm().moe().num_experts() > 0;
   result.gpu_count_free = o.gpus.has_value() && o.gpus->lo != o.gpus->hi;
   if (o.gpus) result.constraints.push_back(fmt::format("--gpus {}..{}", o.gpus->lo, o.gpus->hi));
   for (const std::string& f : o.fixes) result.constraints.push_back("--fix " + f);

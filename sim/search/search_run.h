@@ -70,6 +70,7 @@ struct SearchResult {
   int64_t memory_limit_bytes = 0;
   int64_t gpu_budget = 0;                    // the most GPUs a plan may use: --gpus HI, else the scenario's
   bool gpu_count_free = false;
+  bool moe = false;                          // an MoE scenario: ep and expert_tp columns, the MoE fates
   std::vector<std::string> constraints;      // as given, for the outputs
   std::vector<Candidate> candidates;         // id order
   std::vector<size_t> ranking;               // simulated candidates, best first (tokens/s, then id)

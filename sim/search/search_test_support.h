@@ -3,6 +3,7 @@
 // pipeline, all GPUs data-parallel) so that validate_scenario passes.
 #pragma once
 
+#include <algorithm>
 #include <random>
 #include <string>
 
@@ -42,6 +43,29 @@ inline scenario::LoadedScenario random_small(std::mt19937_64& rng) {
   s.spec.mutable_schedule()->set_kind(scenario::ONE_F_ONE_B);
   s.spec.mutable_training()->set_global_batch(p->dp() * pick({1, 2, 3, 4}));
   s.spec.mutable_training()->set_micro_batch(1);
+  scenario::validate_scenario(s.spec, s.locations);
+  return s;
+}
+
+// random_small with mixture-of-experts MLPs (docs/moe.md): random experts,
+// top-k, expert and shared-expert widths, first dense layers, capacity,
+// dispatcher and routing; no EP yet (ep is the search's). Validated.
+inline scenario::LoadedScenario random_small_moe(std::mt19937_64& rng) {
+  scenario::LoadedScenario s = random_small(rng);
+  auto pick = [&](std::initializer_list<int64_t> xs) { return *(xs.begin() + rng() % xs.size()); };
+  auto* llm = s.spec.mutable_model()->mutable_llm();
+  scenario::Moe* m = llm->mutable_moe();
+  m->set_num_experts(pick({2, 4, 6, 8, 16}));
+  m->set_top_k(std::min<int64_t>(m->num_experts(), pick({1, 2, 4})));
+  m->set_expert_ffn_hidden_size(pick({0, 0, 90, 100, 128, 192}));
+  m->set_shared_expert_ffn_hidden_size(pick({0, 0, 128, 256}));
+  m->set_first_dense_layers(pick({0, 0, 1}));
+  m->set_dispatcher(static_cast<scenario::MoeDispatcher>(pick({1, 2, 3})));
+  if (pick({0, 1}) == 1) m->set_capacity_factor(1.25);
+  if (pick({0, 1}) == 1) {
+    m->mutable_routing()->set_distribution(scenario::ROUTING_DIRICHLET_MULTINOMIAL);
+    m->mutable_routing()->set_dirichlet_alpha(1.0);
+  }
   scenario::validate_scenario(s.spec, s.locations);
   return s;
 }

@@ -119,7 +119,7 @@ report::MetricSet sweep_metric_set(const SweepResult& r) {
 }
 
 std::vector<std::string> plottable_metrics(bool samples) {
-  return report::metric_names({.multimodal = true, .samples = samples});
+  return report::metric_names({.multimodal = true, .samples = samples, .moe = true});
 }
 
 void check_metric_names(const std::vector<std::string>& names, bool samples) {
@@ -143,7 +143,7 @@ std::string sweep_table(const SweepResult& r) {
   // zero at every point.
   std::vector<report::Bubble> bubbles;
   for (report::Bubble b : report::kAllBubbles) {
-    if (!report::bubble_shown(b, set.multimodal)) continue;
+    if (!report::bubble_shown(b, set.multimodal, set.moe)) continue;
     const bool any = std::any_of(r.points.begin(), r.points.end(), [&](const report::RunMetrics& m) {
       return m.bubble_median_ns[static_cast<size_t>(b)] != 0;
     });

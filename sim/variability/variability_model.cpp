@@ -88,6 +88,47 @@ VariabilityModel::VariabilityModel(const ir::Program& program, const scenario::V
     }
   }
   skew_mean_ns_ = v.collective_launch_skew_us() * 1e3;
+
+  // MoE routing: every EP rank draws the same counts from the variability
+  // seed, so all agree on who is busiest without exchanging anything.
+  if (program.info().has_moe()) {
+    moe_ = std::make_unique<MoeLoad>(program.info().moe(), seed_);
+    ep_index_.assign(static_cast<size_t>(program.ranks_size()), -1);
+    int ep_slot = -1;
+    for (int s = 0; s < program.group_slots_size(); ++s) {
+      if (program.group_slots(s).kind() == ir::EP) {
+        ep_slot = s;
+        break;
+      }
+    }
+    if (ep_slot >= 0) {
+      for (int r = 0; r < program.ranks_size(); ++r) {
+        const ir::RankBinding& b = program.ranks(r);
+        if (ep_slot >= b.group_size()) continue;
+        const int32_t g = b.group(ep_slot);
+        if (g < 0 || g >= program.groups_size()) continue;
+        const auto& members = program.groups(g).ranks();
+        const auto it = std::lower_bound(members.begin(), members.end(), r);
+        if (it != members.end() && *it == r) ep_index_[static_cast<size_t>(r)] = static_cast<int32_t>(it - members.begin());
+      }
+    }
+  }
+}
+
+bool moe_imbalance_on(const ir::Program& program) {
+  if (!program.info().has_moe()) return false;
+  return MoeLoad(program.info().moe(), 0).varies();
+}
+
+bool is_routed_expert_kernel(const ir::Op& op) {
+  if (!op.has_compute()) return false;
+  const ir::KernelRole r = op.compute().role();
+  return r == ir::ROLE_EXPERT_FC1 || r == ir::ROLE_EXPERT_ACT || r == ir::ROLE_EXPERT_FC2;
+}
+
+int32_t VariabilityModel::ep_index(int32_t rank) const {
+  if (rank < 0 || static_cast<size_t>(rank) >= ep_index_.size()) return -1;
+  return ep_index_[static_cast<size_t>(rank)];
 }
 
 const VariabilityModel::Noise& VariabilityModel::noise_of(const ir::Op& op) const {
@@ -98,7 +139,15 @@ const VariabilityModel::Noise& VariabilityModel::noise_of(const ir::Op& op) cons
 uint8_t VariabilityModel::perturbs(const ir::Op& op, ir::StreamKind stream_kind) const {
   uint8_t bits = 0;
   if (op.has_compute()) {
-    if (any_noise_ && noise_of(op).on) bits |= engine::kPerturbCompute;
+    const bool noisy = any_noise_ && noise_of(op).on;
+    if (noisy) bits |= engine::kPerturbCompute;
+    // The expert load is the same function of (EP index, layer, microbatch,
+    // iteration) for every rank, so a fold representative can take its
+    // busiest member's (kPerturbFoldable); kernel noise cannot.
+    if (moe_load() != nullptr && is_routed_expert_kernel(op)) {
+      bits |= engine::kPerturbCompute;
+      if (!noisy) bits |= engine::kPerturbFoldable;
+    }
     if (pause_interval_ > 0 && op.phase() == ir::FORWARD && stream_kind == ir::COMPUTE) bits |= engine::kPerturbHost;
   }
   if (op.has_collective() && skew_mean_ns_ > 0) bits |= engine::kPerturbHost;
@@ -106,9 +155,16 @@ uint8_t VariabilityModel::perturbs(const ir::Op& op, ir::StreamKind stream_kind)
 }
 
 double VariabilityModel::compute_factor(const engine::OpRef& ref) const {
-  const Noise& n = noise_of(*ref.ir);
-  if (!n.on) return 1.0;
   const ir::Op& op = *ref.ir;
+  double load = 1.0;
+  if (moe_load() != nullptr && is_routed_expert_kernel(op)) {
+    // A grouped GEMM's time is linear in its tokens (M = tokens, N and K the
+    // expert's fixed hidden sizes): the rank's tokens over the balanced count
+    // scale the kernel the compiler costed for balance.
+    load = moe_->factor(ep_index(ref.rank), op.layer(), op.microbatch(), ref.iteration);
+  }
+  const Noise& n = noise_of(op);
+  if (!n.on) return load;
   RngKey noise_key;
   RngKey tail_key;
   if (per_pass_ && is_pass_phase(op.phase())) {
@@ -131,7 +187,22 @@ double VariabilityModel::compute_factor(const engine::OpRef& ref) const {
     const UniformPair u = uniform_pair(tail_key);
     if (u.first < n.tail_probability) f *= pareto_capped(u.second, n.tail_alpha, n.tail_max);
   }
-  return f;
+  return f * load;
+}
+
+double VariabilityModel::compute_factor_folded(const engine::OpRef& ref, const std::vector<int32_t>& members) const {
+  const ir::Op& op = *ref.ir;
+  if (moe_load() == nullptr || !is_routed_expert_kernel(op) || noise_of(op).on) {
+    return engine::Perturbation::compute_factor_folded(ref, members);
+  }
+  // The busiest EP index among the members, read from one cached draw.
+  const std::vector<double>& f = moe_->factors(op.layer(), op.microbatch(), ref.iteration);
+  double out = 0;
+  for (int32_t member : members) {
+    const int32_t e = ep_index(member);
+    out = std::max(out, e >= 0 && static_cast<size_t>(e) < f.size() ? f[static_cast<size_t>(e)] : 1.0);
+  }
+  return out > 0 ? out : compute_factor(ref);
 }
 
 bool VariabilityModel::pauses(int32_t rank, uint32_t iteration) const {

@@ -11,12 +11,14 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "sim/core/distributions.h"
 #include "sim/engine/perturbation.h"
 #include "sim/proto/program.pb.h"
+#include "sim/variability/moe_load.h"
 
 namespace lacuna::variability {
 
@@ -29,6 +31,7 @@ class VariabilityModel : public engine::Perturbation {
   double rank_compute_factor(int32_t rank) const override { return rank_factor_[static_cast<size_t>(rank)]; }
   uint8_t perturbs(const ir::Op& op, ir::StreamKind stream_kind) const override;
   double compute_factor(const engine::OpRef& op) const override;
+  double compute_factor_folded(const engine::OpRef& op, const std::vector<int32_t>& members) const override;
   engine::HostDelay host_delay(const engine::OpRef& op) const override;
 
   // What was drawn, for reports.
@@ -38,6 +41,11 @@ class VariabilityModel : public engine::Perturbation {
   int32_t slowest_rank() const;
   // Does rank `rank` pause in `iteration`?
   bool pauses(int32_t rank, uint32_t iteration) const;
+  // MoE load imbalance (docs/moe.md#load-imbalance): null for dense programs
+  // and balanced routing. A rank's EP index: its position in its EP group's
+  // ascending rank list (-1: none).
+  const MoeLoad* moe_load() const { return moe_ && moe_->varies() ? moe_.get() : nullptr; }
+  int32_t ep_index(int32_t rank) const;
 
  private:
   struct Noise {
@@ -68,7 +76,17 @@ class VariabilityModel : public engine::Perturbation {
   bool pause_synchronized_ = false;
   std::vector<std::vector<PauseSlot>> pause_slots_;  // by class
   double skew_mean_ns_ = 0;
+  std::unique_ptr<MoeLoad> moe_;
+  std::vector<int32_t> ep_index_;  // by global rank
 };
+
+// Whether a program's MoE routing makes expert loads differ between EP ranks
+// (then the engine needs a perturbation even when variability is off).
+bool moe_imbalance_on(const ir::Program& program);
+
+// Is this op one of the routed experts' kernels, whose time scales with the
+// tokens its rank's experts received?
+bool is_routed_expert_kernel(const ir::Op& op);
 
 // Why a folded run cannot represent this variability (empty: it can). Fold
 // handles per-rank speed and stragglers (a class at its slowest member's

@@ -141,6 +141,7 @@ struct Outcome {
   double mfu = 0;
   std::array<int64_t, report::kNumBubbles> bubbles_ns{};  // medians over ranks
   bool multimodal = false;
+  bool moe = false;  // the MoE bubble categories (docs/moe.md#load-imbalance)
 };
 
 Outcome run_one(const scenario::LoadedScenario& loaded, NetworkMode mode, bool fold) {
@@ -152,6 +153,7 @@ Outcome run_one(const scenario::LoadedScenario& loaded, NetworkMode mode, bool f
   out.mfu = summary.mfu;
   for (int b = 0; b < report::kNumBubbles; ++b) out.bubbles_ns[static_cast<size_t>(b)] = summary.bubbles[static_cast<size_t>(b)].median;
   out.multimodal = summary.multimodal();
+  out.moe = summary.moe();
   return out;
 }
 
@@ -159,7 +161,7 @@ Outcome run_one(const scenario::LoadedScenario& loaded, NetworkMode mode, bool f
 std::string moved(const Outcome& base, const Outcome& v) {
   std::vector<std::pair<int64_t, int>> deltas;
   for (int b = 0; b < report::kNumBubbles; ++b) {
-    if (!report::bubble_shown(static_cast<report::Bubble>(b), base.multimodal)) continue;
+    if (!report::bubble_shown(static_cast<report::Bubble>(b), base.multimodal, base.moe)) continue;
     deltas.emplace_back(v.bubbles_ns[static_cast<size_t>(b)] - base.bubbles_ns[static_cast<size_t>(b)], b);
   }
   std::stable_sort(deltas.begin(), deltas.end(),
@@ -248,7 +250,7 @@ int run_ablate(const AblateOptions& o) {
       j["delta"] = delta;
       nlohmann::json b;
       for (int k = 0; k < report::kNumBubbles; ++k)
-        if (report::bubble_shown(static_cast<report::Bubble>(k), r.multimodal))
+        if (report::bubble_shown(static_cast<report::Bubble>(k), r.multimodal, r.moe))
           b[std::string(report::bubble_key(static_cast<report::Bubble>(k)))] = r.bubbles_ns[static_cast<size_t>(k)];
       j["bubble_median_ns"] = b;
     }

@@ -17,7 +17,12 @@ int run_check(const std::string& path) {
   const scenario::LoadedScenario loaded = scenario::load_scenario(path);
   std::string text;
   google::protobuf::TextFormat::PrintToString(loaded.spec, &text);
-  fmt::print("# {}: ok (preset resolved, validated)\n{}", path, text);
+  fmt::print("# {}: ok (preset resolved, validated)\n", path);
+  if (!loaded.defaults.empty()) {
+    fmt::print("# defaults filled (docs/scenario.md#defaults):\n");
+    for (const auto& d : loaded.defaults) fmt::print("#   {} = {}  ({})\n", d.field, d.value, d.why);
+  }
+  fmt::print("{}", text);
   return 0;
 }
 

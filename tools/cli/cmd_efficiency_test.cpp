@@ -56,9 +56,9 @@ TEST(EfficiencyCommand, CommittedPlotsAreCurrent) {
 }
 
 TEST(EfficiencyCommand, UnknownPresetIsAUserError) {
-  const auto r = run_lacuna("efficiency --preset b200");
+  const auto r = run_lacuna("efficiency --preset mi300x");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_THAT(r.output, HasSubstr("unknown hardware preset \"b200\""));
+  EXPECT_THAT(r.output, HasSubstr("unknown hardware preset \"mi300x\""));
 }
 
 }  // namespace

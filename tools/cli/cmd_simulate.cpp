@@ -105,6 +105,7 @@ int run_simulate(const SimulateOptions& o) {
   report::Summary summary = simulation.run();
   if (progress) progress->finish();
   summary.calibration = std::move(coverage);
+  if (program.info().has_fp8()) summary.fp8 = report::fp8_breakdown(program, cost);  // docs/fp8.md#breakdown
   critical.finish(summary, report::select_ranks(outputs.spec(), program), cost,
                   [&](const cost::CostModel& scaled) { return simulation.resimulate(scaled); });
   // A rank over HBM is not a valid result (docs/memory-model.md#feasibility):

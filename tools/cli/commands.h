@@ -26,5 +26,6 @@ void add_ablate_command(CLI::App& app, Action& action);
 void add_efficiency_command(CLI::App& app, Action& action);
 void add_search_command(CLI::App& app, Action& action);
 void add_sweep_command(CLI::App& app, Action& action);
+void add_import_command(CLI::App& app, Action& action);
 
 }  // namespace lacuna::cli

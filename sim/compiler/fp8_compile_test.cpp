@@ -1,0 +1,168 @@
+// FP8 programs end to end (docs/fp8.md): every switch off compiles to the
+// BF16 program's kernels and simulated time; the default recipe tags the
+// linear GEMMs, adds the casts, the per-step weight casts, the FP8 parameter
+// gather, and fills both peaks for MFU.
+#include <gtest/gtest.h>
+
+#include "sim/compiler/compile.h"
+#include "sim/compiler/compiler_test_support.h"
+#include "sim/cost/cost_model.h"
+#include "sim/engine/simulator.h"
+#include "sim/model/fp8.h"
+#include "sim/model/layer_shape.h"
+
+namespace lacuna::compiler {
+namespace {
+
+using testing::make_scenario;
+using testing::Small;
+
+scenario::LoadedScenario fp8_scenario(const Small& s, bool switches) {
+  auto ls = make_scenario(s);
+  ls.spec.mutable_cluster()->mutable_gpu()->set_peak_fp8_tflops(1979);
+  auto* t = ls.spec.mutable_training();
+  t->set_precision(scenario::FP8);
+  auto* f = t->mutable_fp8();
+  if (!switches) {
+    f->set_fprop(false);
+    f->set_dgrad(false);
+    f->set_wgrad(false);
+    f->set_attention(false);
+    f->set_param_gather(false);
+    f->set_activation_storage(false);
+  }
+  return ls;
+}
+
+TimeNs simulate(const ir::Program& p, const scenario::Cluster& cluster) {
+  const auto cost = cost::make_analytic_cost_model(cluster, p.info().precision());
+  return engine::Simulator(p, *cost).run().end_time;
+}
+
+Small sp_small() {
+  Small s;
+  s.sp = true;
+  s.hidden = 1024;
+  s.ffn = 4096;
+  s.heads = 16;
+  s.kv_heads = 16;
+  s.seq = 1024;
+  return s;
+}
+
+TEST(Fp8Compile, EverySwitchOffIsTheBf16Program) {
+  for (const bool sp : {false, true}) {
+    Small s = sp_small();
+    s.sp = sp;
+    const auto bf16_ls = make_scenario(s);
+    auto bf16_cluster = bf16_ls.spec.cluster();
+    bf16_cluster.mutable_gpu()->set_peak_fp8_tflops(1979);
+    const ir::Program bf16 = compile(bf16_ls);
+    const auto off_ls = fp8_scenario(s, false);
+    const ir::Program off = compile(off_ls);
+    ASSERT_EQ(bf16.classes_size(), off.classes_size());
+    for (int c = 0; c < bf16.classes_size(); ++c) {
+      const auto& a = bf16.classes(c);
+      const auto& b = off.classes(c);
+      ASSERT_EQ(a.streams_size(), b.streams_size());
+      for (int st = 0; st < a.streams_size(); ++st) {
+        ASSERT_EQ(a.streams(st).ops_size(), b.streams(st).ops_size());
+        for (int o = 0; o < a.streams(st).ops_size(); ++o)
+          EXPECT_EQ(a.streams(st).ops(o).SerializeAsString(), b.streams(st).ops(o).SerializeAsString());
+      }
+      EXPECT_EQ(a.memory().SerializeAsString(), b.memory().SerializeAsString());
+    }
+    EXPECT_EQ(simulate(off, off_ls.spec.cluster()), simulate(bf16, bf16_cluster));
+  }
+}
+
+struct Tally {
+  int64_t fp8_gemms = 0, bf16_linear_gemms = 0, casts = 0, step_casts = 0;
+  double step_cast_elements = 0;
+  int64_t dp_gather_bytes = 0;
+};
+
+Tally tally(const ir::Program& p, int cls) {
+  Tally t;
+  for (const auto& st : p.classes(cls).streams())
+    for (const auto& op : st.ops()) {
+      if (op.has_compute()) {
+        const auto& c = op.compute();
+        if (c.op_class() == ir::GEMM && model::fp8_linear_role(c.role()))
+          (c.precision() == scenario::FP8 ? t.fp8_gemms : t.bf16_linear_gemms)++;
+        if (c.role() == ir::ROLE_FP8_CAST) {
+          ++t.casts;
+          if (op.phase() == ir::OPTIMIZER_STEP) {
+            ++t.step_casts;
+            t.step_cast_elements += static_cast<double>(c.shape(0));
+          }
+        }
+      }
+      if (st.kind() == ir::DP_COMM && op.has_collective() && op.collective().kind() == ir::ALL_GATHER)
+        t.dp_gather_bytes += op.collective().bytes();
+    }
+  return t;
+}
+
+TEST(Fp8Compile, DefaultRecipeRunsTheLinearGemmsInFp8WithCasts) {
+  const Small s = sp_small();
+  const auto ls = fp8_scenario(s, true);
+  const ir::Program p = compile(ls);
+  const ir::Program bf16 = compile(make_scenario(s));
+  ASSERT_TRUE(p.info().has_fp8());
+  EXPECT_EQ(p.info().fp8().recipe(), scenario::FP8_DELAYED);
+  EXPECT_EQ(p.info().peak_bf16_flops_per_gpu(), 989e12);
+  EXPECT_EQ(p.info().peak_fp8_flops_per_gpu(), 1979e12);
+  EXPECT_EQ(p.info().peak_flops_per_gpu(), 1979e12);
+  EXPECT_FALSE(bf16.info().has_fp8());
+  const model::LayerShape shape = model::layer_shape(ls.spec);
+  for (int c = 0; c < p.classes_size(); ++c) {
+    const Tally t = tally(p, c), b = tally(bf16, c);
+    EXPECT_EQ(t.bf16_linear_gemms, 0);
+    EXPECT_EQ(t.fp8_gemms, b.bf16_linear_gemms);
+    EXPECT_GT(t.casts, 0);
+    // One weight cast per step over this rank's layers (pp 2: half of 4).
+    EXPECT_EQ(t.step_casts, 1);
+    EXPECT_EQ(t.step_cast_elements, static_cast<double>(2 * model::fp8_layer_weights(shape).total()));
+    EXPECT_EQ(t.dp_gather_bytes, b.dp_gather_bytes);  // param_gather off: bf16 weights
+  }
+  // The FP8 GEMMs are faster at this size on the analytic model's FP8 peak.
+  EXPECT_LT(simulate(p, ls.spec.cluster()), simulate(bf16, ls.spec.cluster()));
+}
+
+TEST(Fp8Compile, ParamGatherMovesFp8WeightsAtOneByte) {
+  const Small s = sp_small();
+  auto ls = fp8_scenario(s, true);
+  ls.spec.mutable_training()->mutable_fp8()->set_param_gather(true);
+  const ir::Program p = compile(ls);
+  const ir::Program plain = compile(fp8_scenario(s, true));
+  const model::LayerShape shape = model::layer_shape(ls.spec);
+  for (int c = 0; c < p.classes_size(); ++c) {
+    const Tally t = tally(p, c), b = tally(plain, c);
+    // This rank's 2 layers of FP8 weights travel at 1 byte instead of 2.
+    EXPECT_EQ(b.dp_gather_bytes - t.dp_gather_bytes, 2 * model::fp8_layer_weights(shape).total());
+    // Master shard quantized (1/dp) and the transposes of the gathered weights.
+    EXPECT_EQ(t.step_casts, 2);
+    // The bf16 weights are replaced by the FP8 copies: 2 B → 2 × 1 B, on Hopper.
+    EXPECT_EQ(p.classes(c).memory().weights_bytes(), plain.classes(c).memory().weights_bytes() -
+                                                         2 * 2 * model::fp8_layer_weights(shape).total());
+  }
+}
+
+TEST(Fp8Compile, ActivationStorageShrinksTheSavedActivations) {
+  const Small s = sp_small();
+  auto on = fp8_scenario(s, true);
+  auto off = fp8_scenario(s, true);
+  off.spec.mutable_training()->mutable_fp8()->set_activation_storage(false);
+  int64_t kept_on = 0, kept_off = 0;
+  for (const auto& [ls, kept] : {std::pair{&on, &kept_on}, std::pair{&off, &kept_off}}) {
+    const ir::Program p = compile(*ls);
+    for (const auto& st : p.classes(0).streams())
+      for (const auto& op : st.ops())
+        if (op.has_compute() && op.compute().memory_delta_bytes() > 0) *kept += op.compute().memory_delta_bytes();
+  }
+  EXPECT_LT(kept_on, kept_off);
+}
+
+}  // namespace
+}  // namespace lacuna::compiler
