@@ -58,6 +58,20 @@ Bytes BubbleAccounting::estimate_bytes(int64_t all_ranks, int64_t simulated, int
                represented * static_cast<int64_t>(2 * sizeof(int32_t)));
 }
 
+namespace {
+
+// Whether the program's expert loads differ between EP ranks: routing drawn
+// per microbatch, not balanced, and not padded to capacity. Only then is a
+// wait for EP peers load imbalance; otherwise it is a stall like any other
+// wait for peers (a late pipeline stage, a straggler), attributed as such.
+bool routing_draws(const ir::Program& program) {
+  if (!program.info().has_moe()) return false;
+  const ir::MoeInfo& moe = program.info().moe();
+  return moe.routing().distribution() != scenario::ROUTING_BALANCED && !moe.pad_to_capacity();
+}
+
+}  // namespace
+
 void BubbleAccounting::on_run_begin(const engine::RunInfo& info) {
   program_ = info.program;
   const ir::Program& p = *program_;
@@ -168,7 +182,7 @@ void BubbleAccounting::on_op_end(const engine::OpSpan& span) {
     case ir::Op::kRecv: {
       const ir::Stream& stream = program_->classes(live.class_id).streams(span.stream);
       const CommKind kind = comm_kind(*program_, stream, op);
-      if (kind == CommKind::kEp && op.has_collective()) {
+      if (kind == CommKind::kEp && op.has_collective() && routing_draws(*program_)) {
         slot(acc, Bubble::kMoeImbalance) += std::max(TimeNs::zero(), span.start - issued);
       } else {
         idle_span(live, acc, issued, span.start);
@@ -205,7 +219,7 @@ void BubbleAccounting::on_wait_end(const engine::OpSpan& span, const engine::Wai
       const TimeNs queued_until = std::clamp(cause.ready, issued, span.end);
       const TimeNs started = std::clamp(cause.start, queued_until, span.end);
       slot(acc, exposed_category(kind)) += queued_until - issued;
-      if (kind == CommKind::kEp && stream.ops(cause.op).has_collective()) {
+      if (kind == CommKind::kEp && stream.ops(cause.op).has_collective() && routing_draws(*program_)) {
         // Reached and waiting for its EP peers: the busiest rank's experts
         // set the pace (docs/moe.md#load-imbalance).
         slot(acc, Bubble::kMoeImbalance) += started - queued_until;

@@ -15,7 +15,8 @@
 //   collective, where [reached, xs] (the rank had issued it and waited for
 //   its EP peers to arrive) is moe_imbalance: the EP ranks run the same
 //   dense work, so a peer arrives late because its experts got more tokens
-//   (docs/moe.md#load-imbalance). If X is not communication,
+//   (docs/moe.md#load-imbalance) — when routing is drawn; under balanced
+//   or padded routing it is a stall like the others. If X is not communication,
 //   or there is no cause, the whole wait is a stall.
 // - A communication op placed directly on the compute stream: [issued, start]
 //   is a stall (moe_imbalance for an EP collective) and [start, end] exposed
