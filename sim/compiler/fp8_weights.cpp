@@ -15,12 +15,7 @@ int64_t fp8_rank_weights(const StageInputs& in) {
 }
 
 Bytes fp8_weight_memory_delta(const StageInputs& in) {
-  const int64_t w = fp8_rank_weights(in);
-  if (w == 0) return Bytes(0);
-  // One FP8 byte per copy the fprop / dgrad GEMMs read (fp8_weight_casts).
-  const auto casts = model::fp8_weight_casts(in.shape.fp8, w, w);
-  const int64_t copies = in.shape.fp8.param_gather ? static_cast<int64_t>(casts.size()) : casts.front().shape[1] - model::kBf16;
-  return Bytes(w * copies - (in.shape.fp8.param_gather ? w * model::kBf16 : 0));
+  return Bytes(model::fp8_weight_memory_delta_bytes(in.shape.fp8, fp8_rank_weights(in)));
 }
 
 }  // namespace lacuna::compiler

@@ -273,4 +273,15 @@ std::vector<Step> apply_fp8(const LayerShape& s, std::vector<Step> steps) {
   return out;
 }
 
+int64_t fp8_weight_memory_delta_bytes(const Fp8Plan& p, int64_t weights) {
+  if (weights <= 0) return 0;
+  const std::vector<Kernel> casts = fp8_weight_casts(p, 1, 1);
+  if (casts.empty()) return 0;
+  // One FP8 byte per copy the fprop / dgrad GEMMs read: with param_gather one
+  // per cast kernel, replacing the 2-byte bf16 weight; without it, what the
+  // cast of the bf16 weight writes (its bytes per element less the 2 read).
+  if (p.param_gather) return weights * (static_cast<int64_t>(casts.size()) - kBf16);
+  return weights * (casts.front().shape[1] - kBf16);
+}
+
 }  // namespace lacuna::model

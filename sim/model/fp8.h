@@ -65,4 +65,12 @@ Fp8Weights fp8_layers_weights(const LayerShape& s, int64_t first, int64_t count)
 // (read 1, write 1 B). Empty when no linear GEMM runs FP8.
 std::vector<Kernel> fp8_weight_casts(const Fp8Plan& p, int64_t weights, int64_t shard);
 
+// Weight memory FP8 adds for `weights` FP8 weights (negative: saves): TE
+// keeps the FP8 copies the GEMMs read (rowwise, and the transpose /
+// columnwise copy where needed) cached from the first microbatch; with
+// param_gather the FP8 weights replace the bf16 ones (Megatron
+// --fp8-param-gather). One rule for the compiler's memory baseline and the
+// search's screen.
+int64_t fp8_weight_memory_delta_bytes(const Fp8Plan& p, int64_t weights);
+
 }  // namespace lacuna::model

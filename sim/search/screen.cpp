@@ -7,6 +7,7 @@
 #include "sim/cost/memory.h"
 #include "sim/cost/memory_peak.h"
 #include "sim/model/accounting.h"
+#include "sim/model/fp8.h"
 #include "sim/model/layer.h"
 #include "sim/model/mllm.h"
 #include "sim/model/moe.h"
@@ -183,6 +184,9 @@ const Screen::LayerFigures& Screen::layer(const Plan& plan, bool moe_layer) {
     f.layer_activation += Bytes(model::moe_mlp_activation_bytes(s) - model::dense_mlp_activation_bytes(s));
   }
   f.head_activation = model::head_activation_bytes(s);
+  // FP8: the cached FP8 weight copies (or, with param_gather, FP8 weights in
+  // place of bf16 ones), as the compiler's memory baseline counts them.
+  f.fp8_weight_delta = model::fp8_weight_memory_delta_bytes(s.fp8, model::fp8_layer_weights(s).total());
   f.grad_fp32 = s.grad_fp32;
   f.attention_s = layer_attention_s;
   return layers_.emplace(key, f).first->second;
@@ -442,6 +446,12 @@ ScreenEstimate Screen::estimate(const Plan& plan) {
     bound_first = moe_state(first_params, first_expert) + other + act_first;
     bound_last = pp == 1 ? bound_first : moe_state(last_params, last_expert) + other + act_last;
   }
+  // FP8 weight copies of the stage's layers (exact, so the bound stays one).
+  auto fp8_weights = [&](int64_t n, int64_t n_moe) {
+    return static_cast<double>((n - n_moe) * f.fp8_weight_delta + n_moe * fm.fp8_weight_delta);
+  };
+  bound_first += fp8_weights(pp == 1 ? layers : first_layers, moe_first);
+  bound_last += pp == 1 ? fp8_weights(layers, moe_first) : fp8_weights(last_layers, moe_last);
   out.memory_lower_bound = Bytes(static_cast<int64_t>(std::max(bound_first, bound_last)));
   const double head_act = static_cast<double>(f.head_activation.count());
   // The estimate adds the allocator's reserve, the head's activations and
@@ -467,8 +477,22 @@ ScreenEstimate Screen::estimate(const Plan& plan) {
       default: break;
     }
   }
-  const double est_first = bound_first + fragmentation_ * act_first + (pp == 1 ? head_act : 0) + encoder_state;
-  const double est_last = bound_last + fragmentation_ * act_last + head_act +
+  // MoE: the estimate takes the stage's own mix of dense and MoE layers for
+  // the activations in flight (the bound keeps the smaller of the two).
+  double est_act_first = act_first, est_act_last = act_last;
+  if (moe) {
+    auto mixed = [&](int64_t n, int64_t n_moe) {
+      if (n <= 0) return layer_act;
+      return (static_cast<double>(n - n_moe) * static_cast<double>(f.layer_activation.count()) +
+              static_cast<double>(n_moe) * static_cast<double>(fm.layer_activation.count())) /
+             static_cast<double>(n);
+    };
+    est_act_first = static_cast<double>(in_flight_layers_first) * mixed(pp == 1 ? layers : first_layers, moe_first);
+    est_act_last = static_cast<double>(last_layers) * mixed(last_layers, pp == 1 ? moe_first : moe_last);
+  }
+  const double est_first = bound_first + (est_act_first - act_first) + fragmentation_ * est_act_first +
+                           (pp == 1 ? head_act : 0) + encoder_state;
+  const double est_last = bound_last + (est_act_last - act_last) + fragmentation_ * est_act_last + head_act +
                           (plan.placement == Placement::kMegatronBaseline ? 0.0 : encoder_state);
   // MoE: the estimate adds the expert groups' communicators (EP, expert TP,
   // expert DP, and the EP ranks inside and across NVLink domains); the bound

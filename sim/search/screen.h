@@ -53,6 +53,7 @@ class Screen {
     double p2p_bytes = 0;
     int64_t layer_params = 0, embedding_params = 0, head_params = 0;
     Bytes layer_activation, head_activation;
+    int64_t fp8_weight_delta = 0;  // FP8 weight copies the layer adds (model::fp8_weight_memory_delta_bytes)
     bool grad_fp32 = true;
   };
   // tp cp sp mb recompute tp-overlap pp>1 ep expert_tp moe-layer
