@@ -742,7 +742,10 @@ TEST(MegatronBalanced, CompiledPartitionIsOptimal) {
     StageInputs base = llm_stage_inputs(ls, plan, 2, false);
     for (int e = 0; e < static_cast<int>(encoders.size()); ++e)
       base.encoders.push_back(encoder_work(ls.spec, e, s.micro_batch, shard_of(s), s.recompute));
-    const auto chain = layer_chain(base, s.layers, *analytic, {{2, 1, 2}, {1, 1, 1}});
+    ChainGroups groups;  // TP 2 on one node, no CP; no MoE groups
+    groups.tp = {2, 1, 2};
+    groups.cp = {1, 1, 1};
+    const auto chain = layer_chain(base, s.layers, *analytic, groups);
     std::vector<int64_t> times;
     for (const auto& link : chain) times.push_back(link.time_ns);
     // The compiled sizes, from where the layers landed.
