@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "sim/compiler/compile.h"
+#include "sim/compiler/rank_layout.h"
 #include "sim/compiler/compiler_test_support.h"
 #include "sim/cost/cost_model.h"
 #include "sim/engine/simulator.h"
@@ -126,8 +127,12 @@ TEST(Fp8Compile, DefaultRecipeRunsTheLinearGemmsInFp8WithCasts) {
     EXPECT_EQ(t.step_cast_elements, static_cast<double>(2 * model::fp8_layer_weights(shape).total()));
     EXPECT_EQ(t.dp_gather_bytes, b.dp_gather_bytes);  // param_gather off: bf16 weights
   }
-  // The FP8 GEMMs are faster at this size on the analytic model's FP8 peak.
-  EXPECT_LT(simulate(p, ls.spec.cluster()), simulate(bf16, ls.spec.cluster()));
+  // The FP8 GEMMs are faster at this size on the analytic model's FP8 peak
+  // (blockwise: delayed scaling's synchronous amax reductions, two per
+  // microbatch, outweigh what FP8 saves on a model this small).
+  auto block = ls;
+  block.spec.mutable_training()->mutable_fp8()->set_recipe(scenario::FP8_BLOCKWISE);
+  EXPECT_LT(simulate(compile(block), ls.spec.cluster()), simulate(bf16, ls.spec.cluster()));
 }
 
 TEST(Fp8Compile, ParamGatherMovesFp8WeightsAtOneByte) {
@@ -162,6 +167,119 @@ TEST(Fp8Compile, ActivationStorageShrinksTheSavedActivations) {
         if (op.has_compute() && op.compute().memory_delta_bytes() > 0) *kept += op.compute().memory_delta_bytes();
   }
   EXPECT_LT(kept_on, kept_off);
+}
+
+// Delayed scaling (docs/fp8.md#delayed-scaling-amax-reduction): per
+// microbatch and model chunk, one forward and one backward MAX all-reduce of
+// all the rank's amaxes over the stage's tp × cp × dp ranks, each followed by
+// the fused update.
+struct AmaxTally {
+  int64_t forward = 0, backward = 0, forward_bytes = 0, backward_bytes = 0, updates = 0;
+};
+
+AmaxTally amax_tally(const ir::Program& p, int cls) {
+  AmaxTally t;
+  for (const auto& st : p.classes(cls).streams())
+    for (const auto& op : st.ops()) {
+      if (op.has_collective() && op.collective().group_slot() == kSlotAmax) {
+        EXPECT_EQ(op.collective().kind(), ir::ALL_REDUCE);
+        EXPECT_EQ(st.name(), "sync");  // with the loss and gradient-norm reductions
+        if (op.phase() == ir::FORWARD) {
+          ++t.forward;
+          t.forward_bytes = op.collective().bytes();
+        } else {
+          EXPECT_EQ(op.phase(), ir::BACKWARD_INPUT);
+          ++t.backward;
+          t.backward_bytes = op.collective().bytes();
+        }
+      }
+      if (op.has_compute() && op.compute().role() == ir::ROLE_FP8_AMAX) ++t.updates;
+    }
+  return t;
+}
+
+TEST(Fp8Compile, DelayedScalingReducesEveryAmaxOverTheStagePerChunkPass) {
+  for (const int64_t v : {1, 2}) {
+    Small s = sp_small();
+    s.v = v;
+    s.layers = 8;
+    if (v > 1) s.schedule = scenario::INTERLEAVED_1F1B;
+    const auto ls = fp8_scenario(s, true);  // the default recipe: delayed
+    const ir::Program p = compile(ls);
+    ASSERT_EQ(p.group_slots_size(), kNumAmaxGroupSlots);
+    EXPECT_EQ(p.group_slots(kSlotAmax).kind(), ir::AMAX_REDUCTION);
+    for (const auto& r : p.ranks()) {
+      // A dense program's MoE slots are bound to nothing.
+      for (int32_t slot = kSlotEp; slot <= kSlotEpInterDomain; ++slot) EXPECT_EQ(r.group(slot), -1);
+      // The amax group: every rank of the rank's pipeline stage.
+      const auto& g = p.groups(r.group(kSlotAmax));
+      EXPECT_EQ(g.kind(), ir::AMAX_REDUCTION);
+      ASSERT_EQ(g.ranks_size(), s.tp * s.dp);
+      for (int32_t m : g.ranks()) EXPECT_EQ(p.ranks(m).coord().pp(), r.coord().pp());
+    }
+    const int64_t m = s.global_batch / (s.micro_batch * s.dp);
+    const int64_t gemms = 4 * s.layers / s.pp;  // QKV, projection, FC1, FC2 of every layer the rank holds
+    for (int c = 0; c < p.classes_size(); ++c) {
+      const AmaxTally t = amax_tally(p, c);
+      EXPECT_EQ(t.forward, m * v);
+      EXPECT_EQ(t.backward, m * v);
+      EXPECT_EQ(t.forward_bytes, 3 * gemms * 4);
+      EXPECT_EQ(t.backward_bytes, 2 * gemms * 4);
+      EXPECT_EQ(t.updates, 2 * m * v);
+    }
+  }
+}
+
+TEST(Fp8Compile, TpOnlyAmaxReductionStaysInsideTheDataParallelReplica) {
+  Small s = sp_small();
+  auto ls = fp8_scenario(s, true);
+  ls.spec.mutable_training()->mutable_fp8()->set_tp_only_amax_reduction(true);
+  const ir::Program p = compile(ls);
+  for (const auto& r : p.ranks()) {
+    const auto& g = p.groups(r.group(kSlotAmax));
+    ASSERT_EQ(g.ranks_size(), s.tp);
+    for (int32_t m : g.ranks()) {
+      EXPECT_EQ(p.ranks(m).coord().pp(), r.coord().pp());
+      EXPECT_EQ(p.ranks(m).coord().dp(), r.coord().dp());
+    }
+  }
+  // A group of one rank: no all-reduce, the update still runs.
+  s.tp = 1;
+  s.sp = false;
+  auto alone = fp8_scenario(s, true);
+  alone.spec.mutable_training()->mutable_fp8()->set_tp_only_amax_reduction(true);
+  const ir::Program q = compile(alone);
+  const AmaxTally t = amax_tally(q, 0);
+  EXPECT_EQ(t.forward + t.backward, 0);
+  EXPECT_GT(t.updates, 0);
+  for (const auto& r : q.ranks()) EXPECT_EQ(r.group(kSlotAmax), -1);
+}
+
+TEST(Fp8Compile, OnlyDelayedScalingHasAnAmaxGroup) {
+  for (const auto recipe : {scenario::FP8_CURRENT, scenario::FP8_BLOCKWISE}) {
+    auto ls = fp8_scenario(sp_small(), true);
+    ls.spec.mutable_training()->mutable_fp8()->set_recipe(recipe);
+    const ir::Program p = compile(ls);
+    EXPECT_EQ(p.group_slots_size(), kNumGroupSlots) << recipe;
+    for (int c = 0; c < p.classes_size(); ++c) EXPECT_EQ(amax_tally(p, c).forward, 0);
+  }
+  // Every GEMM switch off: no FP8 module, nothing to reduce.
+  const ir::Program off = compile(fp8_scenario(sp_small(), false));
+  EXPECT_EQ(off.group_slots_size(), kNumGroupSlots);
+}
+
+// The compute stream waits for each reduction: the same program with
+// zero-byte reductions (which take no time) runs faster.
+TEST(Fp8Compile, DelayedScalingWaitsForItsAmaxReductions) {
+  const Small s = sp_small();
+  auto delayed = fp8_scenario(s, true);
+  const ir::Program p = compile(delayed);
+  ir::Program stripped = p;
+  for (auto& cls : *stripped.mutable_classes())
+    for (auto& st : *cls.mutable_streams())
+      for (auto& op : *st.mutable_ops())
+        if (op.has_collective() && op.collective().group_slot() == kSlotAmax) op.mutable_collective()->set_bytes(0);
+  EXPECT_GT(simulate(p, delayed.spec.cluster()), simulate(stripped, delayed.spec.cluster()));
 }
 
 }  // namespace

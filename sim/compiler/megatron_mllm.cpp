@@ -173,7 +173,9 @@ ir::Program compile_megatron_mllm(const scenario::LoadedScenario& scenario, scen
     }
   } else {
     const int64_t domain_gpus = scenario::nvlink_domain_gpus(spec.cluster());
-    ChainGroups groups{group_shape(layout, domain_gpus, 0), group_shape(layout, domain_gpus, 1)};
+    ChainGroups groups;
+    groups.tp = group_shape(layout, domain_gpus, 0);
+    groups.cp = group_shape(layout, domain_gpus, 1);
     add_expert_group_shapes(base.shape, layout, domain_gpus, groups);
     const auto chain = layer_chain(base, llm_layers, cost, groups);
     if (static_cast<int64_t>(chain.size()) < num_vs)
@@ -210,6 +212,7 @@ ir::Program compile_megatron_mllm(const scenario::LoadedScenario& scenario, scen
   *program.mutable_cluster() = spec.cluster();
   add_rank_layout(layout, static_cast<int32_t>(plan.gpus_per_node), program, spec.parallel().distributed_optimizer());
   add_moe_layout(scenario, layout, program);  // a MoE LLM's expert groups (docs/moe.md)
+  add_fp8_layout(scenario, layout, program);  // delayed scaling's amax groups (docs/fp8.md)
   base.schedule_kind = schedule_kind;
   if (balanced) {
     // The balanced placement always interleaves: its p2p default is the

@@ -332,4 +332,48 @@ void add_expert_layout(const RankLayout& layout, const ExpertDims& e, ir::Progra
   }
 }
 
+void add_amax_layout(const RankLayout& layout, ir::Program& program, bool tp_only) {
+  const ParallelDims& d = layout.dims();
+  const int32_t world = d.world();
+  if (program.group_slots_size() == kNumGroupSlots) {
+    const std::array<std::pair<const char*, ir::GroupKind>, 5> unbound = {{{"ep", ir::EP},
+                                                                           {"expert_tp", ir::EXPERT_TP},
+                                                                           {"expert_dp", ir::EXPERT_DP},
+                                                                           {"ep_intra_domain", ir::EP_INTRA_DOMAIN},
+                                                                           {"ep_inter_domain", ir::EP_INTER_DOMAIN}}};
+    for (const auto& [name, kind] : unbound) {
+      auto* s = program.add_group_slots();
+      s->set_name(name);
+      s->set_kind(kind);
+    }
+    for (int32_t r = 0; r < world; ++r)
+      for (size_t i = 0; i < unbound.size(); ++i) program.mutable_ranks(r)->add_group(-1);
+  }
+  if (program.group_slots_size() != kSlotAmax)
+    throw InternalError("add_amax_layout: expected " + std::to_string(kSlotAmax) + " group slots, found " +
+                        std::to_string(program.group_slots_size()));
+  auto* s = program.add_group_slots();
+  s->set_name("amax");
+  s->set_kind(ir::AMAX_REDUCTION);
+  // One group per pipeline stage (per stage and dp replica when tp_only):
+  // listed even where it equals another kind's group (pp = 1: the world), as
+  // the MoE groups are: readers find the amax groups by kind.
+  const int32_t size = d.tp * d.cp * (tp_only ? 1 : d.dp);
+  const int32_t replicas = tp_only ? d.dp : 1;
+  auto key = [&](const ir::Coordinates& c) { return c.pp() * replicas + (tp_only ? c.dp() : 0); };
+  std::vector<int32_t> group_of_key(static_cast<size_t>(d.pp) * replicas, -1);
+  if (size > 1) {
+    std::vector<std::vector<int32_t>> members(group_of_key.size());
+    for (int32_t r = 0; r < world; ++r) members[static_cast<size_t>(key(layout.coordinates(r)))].push_back(r);
+    for (size_t k = 0; k < members.size(); ++k) {
+      group_of_key[k] = program.groups_size();
+      auto* g = program.add_groups();
+      g->set_kind(ir::AMAX_REDUCTION);
+      for (int32_t m : members[k]) g->add_ranks(m);  // ascending
+    }
+  }
+  for (int32_t r = 0; r < world; ++r)
+    program.mutable_ranks(r)->add_group(group_of_key[static_cast<size_t>(key(program.ranks(r).coord()))]);
+}
+
 }  // namespace lacuna::compiler

@@ -30,7 +30,11 @@ enum GroupSlot : int32_t {
   kSlotExpertDp = 8,
   kSlotEpIntraDomain = 9,
   kSlotEpInterDomain = 10,
-  kNumMoeGroupSlots = 11
+  kNumMoeGroupSlots = 11,
+  // FP8 delayed-scaling programs only (docs/fp8.md#delayed-scaling-amax-reduction),
+  // after the MoE slots (unbound in a dense program).
+  kSlotAmax = 11,
+  kNumAmaxGroupSlots = 12
 };
 enum PeerSlot : int32_t { kSlotPpNext = 0, kSlotPpPrev = 1, kNumPeerSlots = 2 };
 
@@ -81,5 +85,15 @@ struct ExpertDims {
 // hierarchical dispatch the EP ranks of one NVLink domain and those with the
 // same position in every domain.
 void add_expert_layout(const RankLayout& layout, const ExpertDims& e, ir::Program& program);
+
+// Appends the amax slot (kSlotAmax) and its groups to a program
+// add_rank_layout (and, for MoE, add_expert_layout) filled: FP8 delayed
+// scaling reduces amaxes over the tp × cp × dp ranks of each pipeline stage
+// (Megatron-Core get_amax_reduction_group(with_context_parallel=True)). A
+// dense program first gets the five MoE slots, bound to no group, so that
+// every slot keeps its fixed index.
+// `tp_only`: the tp × cp ranks of each (stage, dp) instead
+// (TransformerConfig.tp_only_amax_red).
+void add_amax_layout(const RankLayout& layout, ir::Program& program, bool tp_only = false);
 
 }  // namespace lacuna::compiler

@@ -200,6 +200,12 @@ void add_moe_layout(const scenario::LoadedScenario& scenario, const RankLayout& 
   add_expert_layout(layout, e, program);
 }
 
+void add_fp8_layout(const scenario::LoadedScenario& scenario, const RankLayout& layout, ir::Program& program) {
+  const model::Fp8Plan p = model::fp8_plan(scenario.spec);
+  if (!model::fp8_delayed_amax_reduction(p)) return;
+  add_amax_layout(layout, program, p.tp_only_amax_reduction);
+}
+
 void fill_program_info(const scenario::LoadedScenario& scenario, const PipelinePlan& plan, const StageInputs& base,
                        scenario::ScheduleKind kind, ir::ProgramInfo& info) {
   const auto& spec = scenario.spec;

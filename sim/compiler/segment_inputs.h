@@ -57,6 +57,10 @@ void add_stage_classes(const scenario::LoadedScenario& scenario, const StageInpu
 // add_rank_layout; nothing for dense ones.
 void add_moe_layout(const scenario::LoadedScenario& scenario, const RankLayout& layout, ir::Program& program);
 
+// FP8 delayed scaling: the amax reduction slot (add_amax_layout) after the
+// MoE slots; nothing for other programs.
+void add_fp8_layout(const scenario::LoadedScenario& scenario, const RankLayout& layout, ir::Program& program);
+
 // ProgramInfo of the LLM (model / hardware FLOPs of the LLM only; placement
 // and modules left to the caller).
 void fill_program_info(const scenario::LoadedScenario& scenario, const PipelinePlan& plan, const StageInputs& base,

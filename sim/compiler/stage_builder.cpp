@@ -52,6 +52,7 @@ StageBuilder::StageBuilder(const StageInputs& in)
     boundary_bytes_[k] = boundary_p2p_bytes(in, k);
     boundary_module_[k] = segments_[k].empty() ? 0 : segments_[k].back().module;
   }
+  plan_amax_reductions();
   blocking_ = p2p_ && x_.pipeline_p2p() == scenario::P2P_BLOCKING;
   calls_after_.resize(in.actions.size() + 1);
   if (blocking_)
@@ -152,6 +153,10 @@ void StageBuilder::forward(int32_t i, const schedule::Action& a) {
       layer_ctx.layer = static_cast<int32_t>(l);
       e_.add_memory(e_.emit(layer_forward_of(w, l), Filter::kAll, layer_ctx).last, kept);
     }
+    // FP8 delayed scaling: the LLM block's autocast exits after its layers.
+    // Megatron's final norm is inside the block and lacuna's `post` starts
+    // with it, so the reduction here comes one norm kernel early.
+    if (seg.module == 0 && seg.count > 0) amax_reduction(true, ctx);
     if (seg.post) e_.add_memory(e_.emit(w.post_forward, Filter::kAll, ctx).last, w.post_activation_bytes);
     // A segment's collectives complete inside it: the next module (or the
     // send) consumes its whole output.
@@ -216,6 +221,9 @@ void StageBuilder::backward(int32_t i, const schedule::Action& a) {
         const Bytes held = full ? Bytes(activation_of(w, l, true) + recompute_activation_of(w, l))
                                 : activation_of(w, l, false);
         if (finishes) e_.add_memory(out.last, -held);
+        // FP8 delayed scaling: after the backward of the chunk's first FP8
+        // module (layer `first`'s QKV), in the pass that runs its dgrad.
+        if (seg.module == 0 && l == seg.first && produces_grad) amax_reduction(false, ctx);
         if (l == seg.first && seg.pre) e_.emit(w.pre_backward, filter, ctx);
       }
       hand_off_at(l);

@@ -7,6 +7,7 @@
 //                        gradient buffer's zeroing, synchronous collectives,
 //                        the batch broadcast and the loss reduction
 //   stage_optimizer.cpp  finalize_model_grads and the optimizer step
+//   stage_fp8.cpp        FP8 delayed scaling's amax reductions
 // docs/compiler.md describes what each emits.
 #pragma once
 
@@ -59,6 +60,10 @@ class StageBuilder {
   // --- the optimizer step (stage_optimizer.cpp)
   void finalize_and_step();
 
+  // --- FP8 delayed scaling (stage_fp8.cpp)
+  void plan_amax_reductions();
+  void amax_reduction(bool forward, const OpContext& ctx);
+
   const StageInputs& in_;
   ClassBuilder b_;
   Emitter e_;
@@ -94,6 +99,10 @@ class StageBuilder {
   std::vector<std::vector<int64_t>> gathered_;  // per chunk and bucket: kDpToCompute after its gather
   int64_t dp_records_ = 0;  // kDpToCompute after the last DP collective
   OpContext dp_ctx_{ir::DP_SYNC, 0, 0, -1};
+  // FP8 delayed scaling: the FP8 GEMMs of this rank's LLM layers (0: no
+  // amax reductions), and whether the amax group has other ranks.
+  int64_t amax_gemms_ = 0;
+  bool amax_group_ = false;
 };
 
 }  // namespace lacuna::compiler

@@ -1,5 +1,6 @@
 #include "sim/model/fp8.h"
 
+#include <algorithm>
 #include <optional>
 #include <utility>
 
@@ -90,6 +91,8 @@ scenario::Fp8 resolve_fp8(const scenario::Scenario& spec) {
   // Megatron's --fp8-amax-history-len default 1 (transformer_config.py L621);
   // the other recipes keep no history.
   if (!f.has_amax_history_len()) f.set_amax_history_len(f.recipe() == scenario::FP8_DELAYED ? 1 : 0);
+  // TransformerConfig.tp_only_amax_red defaults False (transformer_config.py L646).
+  if (!f.has_tp_only_amax_reduction()) f.set_tp_only_amax_reduction(false);
   return f;
 }
 
@@ -107,6 +110,8 @@ Fp8Plan fp8_plan(const scenario::Scenario& spec) {
   // Blackwell tensor cores (the GPUs with OCP MX formats) take FP8 operands
   // in any layout (TE utils.py is_non_tn_fp8_gemm_supported: sm 10.x).
   p.non_tn_gemm = spec.cluster().gpu().mx_formats();
+  p.amax_history_len = f.amax_history_len();
+  p.tp_only_amax_reduction = f.tp_only_amax_reduction();
   return p;
 }
 
@@ -146,6 +151,30 @@ Kernel fp8_cast(scenario::Fp8Recipe recipe, Phase phase, int64_t elements, int c
 
 Kernel fp8_amax(Phase phase, int64_t elements) {
   return memory_bound(ir::ELEMENTWISE, ir::ROLE_FP8_AMAX, phase, {elements, kBf16}, d(elements), kBf16, 1);
+}
+
+bool fp8_delayed_amax_reduction(const Fp8Plan& p) { return p.recipe == scenario::FP8_DELAYED && p.linear(); }
+
+int64_t fp8_layer_gemms(const LayerShape& s) {
+  if (!s.fp8.linear()) return 0;
+  LayerShape bf16 = s;
+  bf16.fp8 = Fp8Plan{};
+  int64_t gemms = 0;
+  for (const Step& st : layer_forward(bf16, ir::FORWARD)) {
+    const auto* k = std::get_if<Kernel>(&st);
+    // A split GEMM (TP overlap) is one module: count its first piece only.
+    if (k == nullptr || k->op_class != ir::GEMM || !fp8_linear_role(k->role) || k->chunk > 0) continue;
+    gemms += k->shape.size() > 3 ? k->shape[3] : 1;  // a grouped GEMM batches the local experts
+  }
+  return gemms;
+}
+
+int64_t fp8_delayed_amax_values(int64_t gemms, bool forward) { return gemms * (forward ? 3 : 2); }
+
+Kernel fp8_amax_update(Phase phase, int64_t values, int64_t history_len) {
+  const int64_t accesses = 1 + 2 * std::max<int64_t>(history_len, 1) + 2;
+  return memory_bound(ir::ELEMENTWISE, ir::ROLE_FP8_AMAX, phase, {values, accesses * kFp32}, d(values), d(accesses),
+                      kFp32);
 }
 
 Fp8Weights fp8_layer_weights(const LayerShape& s) {

@@ -42,6 +42,32 @@ double fp8_scale_bytes(scenario::Fp8Recipe recipe, int64_t elements);
 // Current scaling's amax pass over a bf16 tensor (read 2 B per element).
 Kernel fp8_amax(ir::Phase phase, int64_t elements);
 
+// Delayed scaling's amax reduction (docs/fp8.md#delayed-scaling-amax-reduction).
+// Megatron-Core wraps each model chunk's TransformerBlock forward in one
+// fp8_autocast under delayed scaling (transformer_block.py,
+// use_outer_quantization_context). Transformer Engine registers every FP8
+// module's amaxes once in a global buffer keyed by recipe and group
+// (quantization.py add_fp8_tensors_to_global_buffer), and
+// reduce_and_update_fp8_tensors all-reduces (MAX) that whole buffer over the
+// amax group synchronously (async_op=False), then runs one fused
+// amax-history and scale update. Forward: when the outermost autocast exits.
+// Backward: at the end of the backward of the chunk's first FP8 module.
+// Whether the plan runs it: delayed scaling with an FP8 linear GEMM.
+bool fp8_delayed_amax_reduction(const Fp8Plan& p);
+// TE GEMMs (modules' num_gemms) of `s`'s layer that run FP8: QKV, projection,
+// FC1, FC2; in a MoE layer one per local expert for FC1 and FC2, plus the
+// shared experts'. 0 when no linear GEMM runs FP8.
+int64_t fp8_layer_gemms(const LayerShape& s);
+// Amaxes one reduction carries for `gemms` FP8 GEMMs on the rank: 3 per GEMM
+// forward (input, weight, output), 2 backward (grad output, grad input)
+// (TE module/base.py: num_gemms * 3 if fwd else num_gemms * 2).
+int64_t fp8_delayed_amax_values(int64_t gemms, bool forward);
+// The fused update after the reduction (TE
+// fused_amax_and_scale_update_after_reduction): per amax, read the reduced
+// amax, read and write its history row(s), read and write its scale: fp32,
+// memory-bound. Shape [values, bytes per value].
+Kernel fp8_amax_update(ir::Phase phase, int64_t values, int64_t history_len);
+
 // Weights that a layer's FP8 GEMMs read on this rank (in·out of each FP8
 // linear layer): what is cast once per step, and gathered in FP8. `expert`:
 // the routed experts' (EP-sharded, gathered over expert DP), `dense` the rest.

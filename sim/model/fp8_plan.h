@@ -18,6 +18,10 @@ struct Fp8Plan {
   // is_non_tn_fp8_gemm_supported); Hopper runs only TN, so a tensor used by
   // two GEMMs in both orientations needs a transposed FP8 copy.
   bool non_tn_gemm = false;
+  // Delayed scaling: amax history rows, and whether amaxes are reduced over
+  // tp × cp only instead of tp × cp × dp (fp8.h, fp8_delayed_amax_reduction).
+  int64_t amax_history_len = 0;
+  bool tp_only_amax_reduction = false;
 
   bool linear() const { return recipe != scenario::FP8_RECIPE_UNSPECIFIED && (fprop || dgrad || wgrad); }
   bool any() const { return linear() || (recipe != scenario::FP8_RECIPE_UNSPECIFIED && attention); }

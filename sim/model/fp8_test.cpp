@@ -347,6 +347,40 @@ TEST(Fp8, LayerWeightsAreTheLinearLayersInTimesOut) {
   EXPECT_EQ(three.dense, 3 * w.dense);
 }
 
+// Delayed scaling's reduction carries 3 amaxes per FP8 GEMM forward and 2
+// backward (TE module/base.py); a MoE layer's grouped GEMM counts one GEMM
+// per local expert (TE GroupedLinear num_gemms).
+TEST(Fp8, DelayedAmaxValuesCountEveryFp8Gemm) {
+  LayerShape s = shape(2, true);
+  s.tp_overlap_ag_chunks = 2;  // a split GEMM is one module
+  EXPECT_EQ(fp8_layer_gemms(s), 0);  // not FP8
+  s.fp8 = plan(scenario::FP8_DELAYED);
+  EXPECT_EQ(fp8_layer_gemms(s), 4);  // QKV, projection, FC1, FC2
+  EXPECT_TRUE(fp8_delayed_amax_reduction(s.fp8));
+  EXPECT_FALSE(fp8_delayed_amax_reduction(plan(scenario::FP8_CURRENT)));
+  EXPECT_FALSE(fp8_delayed_amax_reduction(plan(scenario::FP8_DELAYED, false)));
+  EXPECT_EQ(fp8_delayed_amax_values(4, true), 12);
+  EXPECT_EQ(fp8_delayed_amax_values(4, false), 8);
+  s.moe.num_experts = 8;
+  s.moe.top_k = 2;
+  s.moe.expert_ffn = 512;
+  s.moe.ep = 2;
+  s.moe.ep_per_domain = 2;
+  s.moe.dispatcher = scenario::DISPATCHER_ALLTOALL;
+  s.moe_layer = true;
+  for (const bool grouped : {true, false}) {
+    s.moe.grouped_gemm = grouped;
+    EXPECT_EQ(fp8_layer_gemms(s), 2 + 2 * 4) << grouped;  // QKV, projection, FC1 and FC2 of 4 local experts
+  }
+  s.moe.shared_ffn = 1024;
+  EXPECT_EQ(fp8_layer_gemms(s), 2 + 2 * 4 + 2);
+  // The update reads the amax, reads and writes history and scale (fp32).
+  const Kernel u = fp8_amax_update(ir::FORWARD, 12, 1);
+  EXPECT_EQ(u.role, ir::ROLE_FP8_AMAX);
+  EXPECT_DOUBLE_EQ(u.bytes, 12.0 * (1 + 2 + 2) * kFp32);
+  EXPECT_DOUBLE_EQ(fp8_amax_update(ir::FORWARD, 12, 16).bytes, 12.0 * (1 + 32 + 2) * kFp32);
+}
+
 TEST(Fp8, WeightCastsOncePerStep) {
   Fp8Plan p;
   p.recipe = scenario::FP8_DELAYED;

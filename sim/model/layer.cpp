@@ -221,8 +221,6 @@ void add_cp(std::vector<Step>& steps, const LayerShape& s, Phase phase) {
   steps.emplace_back(c);
 }
 
-bool is_forward(Phase p) { return p == ir::FORWARD || p == ir::RECOMPUTE; }
-
 // A GEMM over the rank's tokens split into n row pieces (TP communication
 // overlap; docs/compiler.md#tp-overlap), each followed by `after_each`'s
 // piece if given. `make(rows)` builds one piece.

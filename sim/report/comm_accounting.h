@@ -36,7 +36,7 @@ namespace lacuna::report {
 // What a row aggregates. `group` is the kind of the collective's bound group
 // ("tp", "cp", "dp", "dp_cp", "world", "pp", "encoder_tp", "encoder_cp",
 // "encoder_dp", "boundary", and for MoE "ep", "expert_tp", "expert_dp",
-// "ep_intra_domain", "ep_inter_domain"; the slot's kind when the group has none); for
+// "ep_intra_domain", "ep_inter_domain"; for FP8 delayed scaling "amax"; the slot's kind when the group has none); for
 // point-to-point transfers the dimension of the sending stream ("pp", "cp",
 // "tp", "dp", "encoder", "boundary", as comm_kind() decides). `op` is
 // "all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast",
@@ -91,7 +91,7 @@ class CommAccounting : public engine::Observer {
   CommSummary summary() const;
 
   // Row slots: group ordinal × op ordinal (exposed for the names).
-  static constexpr int kGroups = 19;  // the group names above plus "other"
+  static constexpr int kGroups = 20;  // the group names above plus "other"
   static constexpr int kOps = 8;      // unspecified, six collective kinds, send_recv
   static std::string_view group_name(int group);
   static std::string_view op_name(int op);

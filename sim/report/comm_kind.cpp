@@ -32,6 +32,9 @@ CommKind comm_kind(const ir::Program& program, const ir::Stream& stream, const i
         case ir::DP_CP:
         case ir::EXPERT_DP:
         case ir::WORLD:
+        // FP8 delayed scaling's amax reduction spans the data-parallel
+        // replicas of a stage (tp × cp × dp): a synchronization of DP ranks.
+        case ir::AMAX_REDUCTION:
         // The optimizer step's reductions between data-parallel work and the
         // update (tied embeddings between the first and last stage, the
         // gradient norm) count with DP: they are part of the gradient sync.

@@ -4,8 +4,11 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
+#include <span>
 #include <tuple>
 
+#include "sim/cost/group_shape.h"
 #include "sim/report/format.h"
 #include "sim/report/names.h"
 
@@ -24,6 +27,27 @@ int kind_order(const std::string& what) {
 std::string role_or_class(const ir::Compute& c) {
   const std::string_view r = role_name(c.role());
   return r.empty() ? ir::KernelRole_Name(c.role()) : std::string(r);
+}
+
+// The amax group of the class's first rank (delayed scaling), as the cost
+// model sees it; nullopt when the program has none.
+std::optional<cost::GroupShape> amax_group(const ir::Program& program, int32_t rank_class) {
+  int32_t slot = -1;
+  for (int32_t s = 0; s < program.group_slots_size(); ++s)
+    if (program.group_slots(s).kind() == ir::AMAX_REDUCTION) slot = s;
+  if (slot < 0) return std::nullopt;
+  for (const auto& r : program.ranks()) {
+    if (r.class_id() != rank_class || slot >= r.group_size()) continue;
+    const int32_t g = r.group(slot);
+    if (g < 0) return std::nullopt;
+    const auto& ranks = program.groups(g).ranks();
+    return cost::shape_of_ranks(program, std::span<const int32_t>(ranks.data(), static_cast<size_t>(ranks.size())));
+  }
+  return std::nullopt;
+}
+
+bool is_amax_slot(const ir::Program& program, int32_t slot) {
+  return slot >= 0 && slot < program.group_slots_size() && program.group_slots(slot).kind() == ir::AMAX_REDUCTION;
 }
 
 }  // namespace
@@ -51,6 +75,7 @@ Fp8Breakdown fp8_breakdown(const ir::Program& program, const cost::CostModel& co
       ++r.ops;
       r.time += t;
     };
+    const auto amax = amax_group(program, c);
     for (const auto& stream : program.classes(c).streams())
       for (const auto& op : stream.ops()) {
         if (op.has_compute()) {
@@ -64,6 +89,10 @@ Fp8Breakdown fp8_breakdown(const ir::Program& program, const cost::CostModel& co
                    op.collective().bytes() == 4) {
           add("amax_all_reduce", std::string(phase_key(op.phase())),
               cost.collective(ir::ALL_REDUCE, op.collective().bytes(), tp_group));
+        } else if (op.has_collective() && amax && is_amax_slot(program, op.collective().group_slot())) {
+          // Delayed scaling: the whole rank's amaxes over the amax group.
+          add("amax_all_reduce", std::string(phase_key(op.phase())),
+              cost.collective(ir::ALL_REDUCE, op.collective().bytes(), *amax));
         }
       }
     Fp8RankBreakdown rb;

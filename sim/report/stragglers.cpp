@@ -25,6 +25,12 @@ std::string group_key(ir::GroupKind kind) {
     case ir::BOUNDARY_GROUP: return "boundary";
     case ir::EMBEDDING_GROUP: return "embedding";
     case ir::MODEL_PARALLEL: return "model_parallel";
+    case ir::EP: return "ep";
+    case ir::EXPERT_TP: return "expert_tp";
+    case ir::EXPERT_DP: return "expert_dp";
+    case ir::EP_INTRA_DOMAIN: return "ep_intra_domain";
+    case ir::EP_INTER_DOMAIN: return "ep_inter_domain";
+    case ir::AMAX_REDUCTION: return "amax";
     default: return "other";
   }
 }

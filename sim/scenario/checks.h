@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "sim/scenario/scenario.h"
 
@@ -115,7 +116,41 @@ class Checker {
   const SourceMap& m_;
 };
 
-// Section passes, in the order validate_scenario runs them.
+// A section's independent checks, each run to its own first problem, with
+// every problem kept: `check` returns whether its check passed, so a rule
+// that reads fields runs only once they are valid (no division by a tp <= 0
+// already reported). throw_if_any throws them all as one Error::all_of.
+class Problems {
+ public:
+  template <class Check>
+  bool check(Check&& run) {
+    try {
+      run();
+      return true;
+    } catch (const Error& e) {
+      add(e);
+      return false;
+    }
+  }
+  void add(const Error& e) {
+    if (e.parts().empty()) {
+      errors_.push_back(e);
+      return;
+    }
+    errors_.insert(errors_.end(), e.parts().begin(), e.parts().end());
+  }
+  bool empty() const { return errors_.empty(); }
+  void throw_if_any() {
+    if (!errors_.empty()) throw Error::all_of(std::move(errors_));
+  }
+
+ private:
+  std::vector<Error> errors_;
+};
+
+// Section passes, in the order validate_scenario runs them. Each reports
+// every problem of its section at once (Problems); a rule that ties fields
+// together runs once those fields passed.
 void validate_model(const Scenario& spec, const Checker& c);
 void validate_training(const Scenario& spec, const Checker& c);
 void validate_cluster(const Scenario& spec, const Checker& c);

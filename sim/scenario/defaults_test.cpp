@@ -86,6 +86,38 @@ TEST(AllErrors, ThreeIndependentErrorsAreReportedTogetherInFileOrder) {
   EXPECT_EQ(m.find("must divide"), std::string::npos);
 }
 
+TEST(AllErrors, EveryIndependentProblemOfOneSectionIsReported) {
+  // Two in the model section, two in parallel, one in the cluster, one in
+  // training: each section reports all of its own.
+  std::string text = read_source(kSmall);
+  text = replace_once(text, "vocab_size: 51200", "vocab_size: 0");
+  text = replace_once(text, "num_attention_heads: 16", "num_attention_heads: -1");
+  text = replace_once(text, "  tp: 2\n", "  tp: 0\n");
+  text = replace_once(text, "  pp: 2\n", "  pp: -3\n");
+  text = replace_once(text, "num_nodes: 1", "num_nodes: 1\n  nics_per_node: 0");
+  text = replace_once(text, "micro_batch: 2", "micro_batch: 0");
+  const Error e = error_of(text, Format::kText, "six.pbtxt");
+  ASSERT_EQ(e.parts().size(), 6u) << e.what();
+  std::vector<std::string> fields;
+  for (const Error& part : e.parts()) fields.push_back(part.where().field);
+  EXPECT_EQ(fields, (std::vector<std::string>{"model.llm.num_attention_heads", "model.llm.vocab_size",
+                                              "cluster.nics_per_node", "parallel.tp", "parallel.pp",
+                                              "training.micro_batch"}));
+  // The rules on an invalid field do not run: heads dividing hidden_size
+  // and num_kv_heads dividing heads are not checked on heads = -1.
+  EXPECT_EQ(std::string(e.what()).find("must divide"), std::string::npos) << e.what();
+}
+
+TEST(AllErrors, ARuleOnTwoValidFieldsStillRunsBesideAnotherProblem) {
+  std::string text = read_source(kSmall);
+  text = replace_once(text, "num_kv_heads: 16", "num_kv_heads: 5");  // 5 does not divide 16 heads
+  text = replace_once(text, "vocab_size: 51200", "vocab_size: 0");
+  const Error e = error_of(text, Format::kText);
+  ASSERT_EQ(e.parts().size(), 2u) << e.what();
+  EXPECT_EQ(e.parts()[0].where().field, "model.llm.num_kv_heads");
+  EXPECT_EQ(e.parts()[1].where().field, "model.llm.vocab_size");
+}
+
 TEST(AllErrors, ASingleErrorKeepsItsFormat) {
   const std::string text = replace_once(read_source(kSmall), "num_layers: 24", "num_layers: 0");
   const Error e = error_of(text, Format::kText, "one.pbtxt");

@@ -187,11 +187,19 @@ TEST(Resolution, FullySpelledOutClusterEqualsThePreset) {
   EXPECT_TRUE(d.Compare(spelled, preset)) << diff;
 }
 
-TEST(Resolution, WithoutPresetTheFirstMissingFieldIsNamed) {
+TEST(Resolution, WithoutPresetEveryMissingFieldIsNamed) {
   const std::string text = replace_once(read_source(kSmall), "  preset: \"h100-sxm\"\n", "");
-  const Error e = error_of(text, Format::kText);
+  const Error all = error_of(text, Format::kText);
+  ASSERT_GT(all.parts().size(), 10u) << all.what();
+  const Error& e = all.parts()[0];
   EXPECT_EQ(e.where().field, "cluster.gpus_per_node");
   EXPECT_EQ(e.fix(), "set it or use preset: \"h100-sxm\"");
+  for (const char* field : {"cluster.gpu.hbm_bandwidth_gb_per_s", "cluster.nvlink.bandwidth_gb_per_s",
+                            "cluster.host.kernel_launch_us", "cluster.memory_overheads.cuda_context_gib"}) {
+    bool named = false;
+    for (const Error& part : all.parts()) named |= part.where().field == field;
+    EXPECT_TRUE(named) << field << "\n" << all.what();
+  }
 }
 
 TEST(Resolution, PrecisionWithoutPeakAndNoPreset) {

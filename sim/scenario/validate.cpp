@@ -6,24 +6,16 @@
 
 namespace lacuna::scenario {
 
-// Every problem of the file at once (Error::all_of, in file order). A pass
-// stops at its own first problem, so a check never runs on a value an earlier
-// check of that pass rejected (no division by a tp <= 0 already reported).
-// The four section passes read only their own section and run whatever the
-// others found; the rules that tie sections together run once every section
-// is valid, in the fixed order below.
+// Every problem of the file at once (Error::all_of, in file order). The
+// four section passes read only their own section and each reports all its
+// independent problems (checks.h, Problems); a check never runs on a value an
+// earlier check rejected (no division by a tp <= 0 already reported). The
+// rules that tie sections together run once every section is valid, in the
+// fixed order below, and stop at their first problem.
 void validate_scenario(const Scenario& spec, const SourceMap& locations) {
   const Checker c(locations);
-  std::vector<Error> errors;
-  const auto pass = [&errors](const auto& run) {
-    try {
-      run();
-      return true;
-    } catch (const Error& e) {
-      errors.push_back(e);
-      return false;
-    }
-  };
+  Problems problems;
+  const auto pass = [&problems](const auto& run) { return problems.check(run); };
   const bool model = pass([&] { validate_model(spec, c); });
   const bool training = pass([&] { validate_training(spec, c); });
   const bool cluster = pass([&] { validate_cluster(spec, c); });
@@ -43,7 +35,7 @@ void validate_scenario(const Scenario& spec, const SourceMap& locations) {
   }
   // The variability section reads the cluster only (node and link indices).
   if (cluster) pass([&] { validate_variability(spec, c); });
-  if (!errors.empty()) throw Error::all_of(std::move(errors));
+  problems.throw_if_any();
 }
 
 }  // namespace lacuna::scenario

@@ -40,6 +40,15 @@ void validate_fp8(const Scenario& spec, const Checker& c) {
       return;
     }
   }
+  if (f.has_tp_only_amax_reduction() && f.tp_only_amax_reduction() &&
+      (f.recipe() == FP8_RECIPE_UNSPECIFIED ? FP8_DELAYED : f.recipe()) != FP8_DELAYED) {
+    // Only delayed scaling reduces amaxes over a group at the autocast's exit
+    // (TE quantization.py reduce_and_update_fp8_tensors).
+    c.fail("training.fp8.tp_only_amax_reduction",
+           "only delayed scaling reduces amaxes over the amax group; the recipe is " + Fp8Recipe_Name(f.recipe()),
+           "remove tp_only_amax_reduction or use recipe: FP8_DELAYED");
+    return;
+  }
   if (f.has_param_gather() && f.param_gather() && !spec.parallel().distributed_optimizer()) {
     // megatron/training/arguments.py: "--fp8-param-gather only supported with
     // distributed optimizer, torch fsdp2, megatron fsdp, or inference mode".

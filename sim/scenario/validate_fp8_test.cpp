@@ -51,6 +51,14 @@ TEST(Fp8Validation, AmaxHistoryOnlyForDelayedScaling) {
                                  kSmall));
 }
 
+TEST(Fp8Validation, TpOnlyAmaxReductionOnlyForDelayedScaling) {
+  expect_error(with_training("  precision: FP8\n  fp8 { recipe: FP8_BLOCKWISE tp_only_amax_reduction: true }\n"),
+               "training.fp8.tp_only_amax_reduction", "only delayed scaling reduces amaxes",
+               "tp_only_amax_reduction: true");
+  EXPECT_NO_THROW(parse_scenario(with_training("  precision: FP8\n  fp8 { tp_only_amax_reduction: true }\n"),
+                                 Format::kText, kSmall));
+}
+
 TEST(Fp8Validation, ParamGatherNeedsTheDistributedOptimizer) {
   std::string text = with_training("  precision: FP8\n  fp8 { param_gather: true }\n");
   text = replace_once(text, "distributed_optimizer: true", "distributed_optimizer: false");

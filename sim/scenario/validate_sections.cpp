@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <tuple>
 #include <utility>
 
 #include "sim/proto/program.pb.h"
@@ -14,45 +15,61 @@ void validate_model(const Scenario& spec, const Checker& c) {
     c.fail("model.llm", "the scenario has no model.llm", "add model { llm { num_layers: ... hidden_size: ... } }");
   const auto& m = spec.model().llm();
   const std::string p = "model.llm.";
-  c.count(p + "num_layers", m.num_layers(), Limits::kLayers);
-  c.count(p + "hidden_size", m.hidden_size(), Limits::kHidden);
-  c.count(p + "num_attention_heads", m.num_attention_heads(), Limits::kHeads);
-  c.count(p + "num_kv_heads", m.num_kv_heads(), Limits::kHeads,
-          "set it equal to num_attention_heads for multi-head attention, lower for grouped-query attention");
-  c.count(p + "ffn_hidden_size", m.ffn_hidden_size(), Limits::kFfn);
-  c.count(p + "vocab_size", m.vocab_size(), Limits::kVocab);
-  c.count(p + "seq_length", m.seq_length(), Limits::kSeq);
-  c.enumeration(p + "activation", m.activation());
-  c.enumeration(p + "norm", m.norm());
-  c.enumeration(p + "attention_kernel", m.attention_kernel());
-  if (m.position_embedding() == Transformer::POSITION_UNSPECIFIED)
-    c.fail(p + "position_embedding", "position_embedding is not set",
-           "set it to one of POSITION_LEARNED, POSITION_ROTARY, POSITION_NONE: POSITION_LEARNED for GPT-2/3-style "
-           "models, POSITION_ROTARY for Llama-style");
-  c.enumeration(p + "position_embedding", m.position_embedding());
+  Problems out;
+  auto count = [&](const char* name, int64_t value, int64_t max, const std::string& fix = {}) {
+    return out.check([&] { c.count(p + name, value, max, fix); });
+  };
+  count("num_layers", m.num_layers(), Limits::kLayers);
+  const bool hidden = count("hidden_size", m.hidden_size(), Limits::kHidden);
+  const bool heads = count("num_attention_heads", m.num_attention_heads(), Limits::kHeads);
+  const bool kv_heads =
+      count("num_kv_heads", m.num_kv_heads(), Limits::kHeads,
+            "set it equal to num_attention_heads for multi-head attention, lower for grouped-query attention");
+  count("ffn_hidden_size", m.ffn_hidden_size(), Limits::kFfn);
+  count("vocab_size", m.vocab_size(), Limits::kVocab);
+  count("seq_length", m.seq_length(), Limits::kSeq);
+  out.check([&] { c.enumeration(p + "activation", m.activation()); });
+  out.check([&] { c.enumeration(p + "norm", m.norm()); });
+  out.check([&] { c.enumeration(p + "attention_kernel", m.attention_kernel()); });
+  out.check([&] {
+    if (m.position_embedding() == Transformer::POSITION_UNSPECIFIED)
+      c.fail(p + "position_embedding", "position_embedding is not set",
+             "set it to one of POSITION_LEARNED, POSITION_ROTARY, POSITION_NONE: POSITION_LEARNED for GPT-2/3-style "
+             "models, POSITION_ROTARY for Llama-style");
+    c.enumeration(p + "position_embedding", m.position_embedding());
+  });
   for (const auto& [name, value] : {std::pair<const char*, double>{"hidden_dropout", m.hidden_dropout()},
                                     std::pair<const char*, double>{"attention_dropout", m.attention_dropout()}}) {
-    if (!std::isfinite(value) || value < 0 || value >= 1)
-      c.fail(p + name, std::string(name) + " must be a probability in [0, 1), got " + Checker::fmt(value),
-             "use 0 for no dropout or e.g. 0.1 (Megatron-LM's default)");
+    out.check([&] {
+      if (!std::isfinite(value) || value < 0 || value >= 1)
+        c.fail(p + name, std::string(name) + " must be a probability in [0, 1), got " + Checker::fmt(value),
+               "use 0 for no dropout or e.g. 0.1 (Megatron-LM's default)");
+    });
   }
-  if (m.num_attention_heads() % m.num_kv_heads() != 0)
-    c.fail(p + "num_kv_heads",
-           "num_kv_heads " + std::to_string(m.num_kv_heads()) + " must divide num_attention_heads " +
-               std::to_string(m.num_attention_heads()),
-           "use a divisor of " + std::to_string(m.num_attention_heads()));
-  if (m.hidden_size() % m.num_attention_heads() != 0)
-    c.fail(p + "num_attention_heads",
-           "num_attention_heads " + std::to_string(m.num_attention_heads()) + " must divide hidden_size " +
-               std::to_string(m.hidden_size()),
-           "choose heads so that hidden_size / heads is the head dimension (e.g. 128)");
+  if (heads && kv_heads && m.num_attention_heads() % m.num_kv_heads() != 0)
+    out.check([&] {
+      c.fail(p + "num_kv_heads",
+             "num_kv_heads " + std::to_string(m.num_kv_heads()) + " must divide num_attention_heads " +
+                 std::to_string(m.num_attention_heads()),
+             "use a divisor of " + std::to_string(m.num_attention_heads()));
+    });
+  if (hidden && heads && m.hidden_size() % m.num_attention_heads() != 0)
+    out.check([&] {
+      c.fail(p + "num_attention_heads",
+             "num_attention_heads " + std::to_string(m.num_attention_heads()) + " must divide hidden_size " +
+                 std::to_string(m.hidden_size()),
+             "choose heads so that hidden_size / heads is the head dimension (e.g. 128)");
+    });
+  out.throw_if_any();
 }
 
 void validate_training(const Scenario& spec, const Checker& c) {
   const auto& t = spec.training();
-  c.count("training.global_batch", t.global_batch(), Limits::kBatch);
-  c.count("training.micro_batch", t.micro_batch(), Limits::kBatch);
-  c.enumeration("training.precision", t.precision());
+  Problems out;
+  out.check([&] { c.count("training.global_batch", t.global_batch(), Limits::kBatch); });
+  out.check([&] { c.count("training.micro_batch", t.micro_batch(), Limits::kBatch); });
+  out.check([&] { c.enumeration("training.precision", t.precision()); });
+  out.throw_if_any();
 }
 
 namespace {
@@ -135,26 +152,33 @@ void validate_cluster(const Scenario& spec, const Checker& c) {
       c.fail(path, "is not set", "set cluster.num_nodes: a preset describes one node, not how many there are");
     c.fail(path, "is not set", preset ? "set it" : "set it or use preset: \"h100-sxm\"");
   };
+  Problems out;
 
-  need("cluster.num_nodes", cl.has_num_nodes());
-  need("cluster.gpus_per_node", cl.has_gpus_per_node());
-  c.count("cluster.num_nodes", cl.num_nodes(), Limits::kGpus);
-  // A rack-scale NVLink domain (GB200 NVL72) is not one node: its trays are
-  // nodes with their own NICs, joined by nvlink_domain_gpus.
-  if (cl.gpus_per_node() > Limits::kGpusPerNode)
-    c.fail("cluster.gpus_per_node",
-           std::to_string(cl.gpus_per_node()) + " is above the supported maximum " +
-               std::to_string(Limits::kGpusPerNode),
-           "for GPUs joined by NVLink across nodes (e.g. a GB200 NVL72 rack) give the node (tray) size, "
-           "gpus_per_node: 4, and nvlink_domain_gpus: 72 (docs/network.md#nvlink-domains)");
-  else
+  const bool nodes = out.check([&] {
+    need("cluster.num_nodes", cl.has_num_nodes());
+    c.count("cluster.num_nodes", cl.num_nodes(), Limits::kGpus);
+  });
+  const bool per_node = out.check([&] {
+    need("cluster.gpus_per_node", cl.has_gpus_per_node());
+    // A rack-scale NVLink domain (GB200 NVL72) is not one node: its trays are
+    // nodes with their own NICs, joined by nvlink_domain_gpus.
+    if (cl.gpus_per_node() > Limits::kGpusPerNode)
+      c.fail("cluster.gpus_per_node",
+             std::to_string(cl.gpus_per_node()) + " is above the supported maximum " +
+                 std::to_string(Limits::kGpusPerNode),
+             "for GPUs joined by NVLink across nodes (e.g. a GB200 NVL72 rack) give the node (tray) size, "
+             "gpus_per_node: 4, and nvlink_domain_gpus: 72 (docs/network.md#nvlink-domains)");
     c.count("cluster.gpus_per_node", cl.gpus_per_node(), Limits::kGpusPerNode);
-  if (cl.num_nodes() * cl.gpus_per_node() > Limits::kGpus)
-    c.fail("cluster.num_nodes",
-           "the cluster has " + std::to_string(cl.num_nodes() * cl.gpus_per_node()) +
-               " GPUs, above the supported maximum " + std::to_string(Limits::kGpus),
-           "use fewer nodes");
-  validate_nvlink_domain(spec, c);
+  });
+  if (nodes && per_node)
+    out.check([&] {
+      if (cl.num_nodes() * cl.gpus_per_node() > Limits::kGpus)
+        c.fail("cluster.num_nodes",
+               "the cluster has " + std::to_string(cl.num_nodes() * cl.gpus_per_node()) +
+                   " GPUs, above the supported maximum " + std::to_string(Limits::kGpus),
+               "use fewer nodes");
+      validate_nvlink_domain(spec, c);
+    });
 
   // Peaks: the one the precision needs is checked with the plan; any given must be sane.
   const std::pair<const char*, std::pair<bool, double>> peaks[] = {
@@ -166,78 +190,104 @@ void validate_cluster(const Scenario& spec, const Checker& c) {
       {"peak_fp32_tflops", {g.has_peak_fp32_tflops(), g.peak_fp32_tflops()}},
   };
   for (const auto& [name, v] : peaks)
-    if (v.first) c.rate(std::string("cluster.gpu.") + name, v.second, 1e-3, 1e5, "TFLOP/s");
+    if (v.first) out.check([&] { c.rate(std::string("cluster.gpu.") + name, v.second, 1e-3, 1e5, "TFLOP/s"); });
 
-  need("cluster.gpu.hbm_bandwidth_gb_per_s", g.has_hbm_bandwidth_gb_per_s());
-  c.rate("cluster.gpu.hbm_bandwidth_gb_per_s", g.hbm_bandwidth_gb_per_s(), 1e-3, 1e6, "GB/s");
-  need("cluster.gpu.hbm_capacity_gib", g.has_hbm_capacity_gib());
-  c.real("cluster.gpu.hbm_capacity_gib", g.hbm_capacity_gib(), 1e5, false);
-  need("cluster.gpu.num_sms", g.has_num_sms());
-  c.count("cluster.gpu.num_sms", g.num_sms(), Limits::kSms);
-  need("cluster.gpu.kernel_overhead_us", g.has_kernel_overhead_us());
-  c.real("cluster.gpu.kernel_overhead_us", g.kernel_overhead_us(), 1e6, true);
+  out.check([&] {
+    need("cluster.gpu.hbm_bandwidth_gb_per_s", g.has_hbm_bandwidth_gb_per_s());
+    c.rate("cluster.gpu.hbm_bandwidth_gb_per_s", g.hbm_bandwidth_gb_per_s(), 1e-3, 1e6, "GB/s");
+  });
+  out.check([&] {
+    need("cluster.gpu.hbm_capacity_gib", g.has_hbm_capacity_gib());
+    c.real("cluster.gpu.hbm_capacity_gib", g.hbm_capacity_gib(), 1e5, false);
+  });
+  out.check([&] {
+    need("cluster.gpu.num_sms", g.has_num_sms());
+    c.count("cluster.gpu.num_sms", g.num_sms(), Limits::kSms);
+  });
+  out.check([&] {
+    need("cluster.gpu.kernel_overhead_us", g.has_kernel_overhead_us());
+    c.real("cluster.gpu.kernel_overhead_us", g.kernel_overhead_us(), 1e6, true);
+  });
 
-  // Map order is unspecified: check keys sorted so the first error is stable.
+  // Map order is unspecified: check keys sorted so the problems come in a stable order.
   std::map<std::string, const Efficiency*> eff;
   for (const auto& [k, v] : g.efficiency()) eff.emplace(k, &v);
   for (const auto& [k, v] : eff) {
-    const std::string p = "cluster.gpu.efficiency[" + k + "]";
-    if (!valid_op_class_key(k)) c.fail(p, "\"" + k + "\" is not an op class", "use one of " + op_class_keys());
-    if (v->has_flops()) c.fraction(p + ".flops", v->flops());
-    if (v->has_memory()) c.fraction(p + ".memory", v->memory());
+    out.check([&] {
+      const std::string p = "cluster.gpu.efficiency[" + k + "]";
+      if (!valid_op_class_key(k)) c.fail(p, "\"" + k + "\" is not an op class", "use one of " + op_class_keys());
+      if (v->has_flops()) c.fraction(p + ".flops", v->flops());
+      if (v->has_memory()) c.fraction(p + ".memory", v->memory());
+    });
   }
-  const auto def = eff.find("DEFAULT");
-  need("cluster.gpu.efficiency[DEFAULT]", def != eff.end());
-  need("cluster.gpu.efficiency[DEFAULT].flops", def->second->has_flops());
-  need("cluster.gpu.efficiency[DEFAULT].memory", def->second->has_memory());
-  check_shape_model(c, g.shape_model(), preset);
+  out.check([&] {
+    const auto def = eff.find("DEFAULT");
+    need("cluster.gpu.efficiency[DEFAULT]", def != eff.end());
+    need("cluster.gpu.efficiency[DEFAULT].flops", def->second->has_flops());
+    need("cluster.gpu.efficiency[DEFAULT].memory", def->second->has_memory());
+  });
+  out.check([&] { check_shape_model(c, g.shape_model(), preset); });
 
-  check_link(c, cl.nvlink(), "cluster.nvlink", need);
-  need("cluster.nvls", cl.has_nvls());
-  check_link(c, cl.nic(), "cluster.nic", need);
-  need("cluster.nics_per_node", cl.has_nics_per_node());
-  c.count("cluster.nics_per_node", cl.nics_per_node(), Limits::kGpusPerNode);
-  need("cluster.topology", cl.has_topology());
-  c.enumeration("cluster.topology", cl.topology());
+  out.check([&] { check_link(c, cl.nvlink(), "cluster.nvlink", need); });
+  out.check([&] { need("cluster.nvls", cl.has_nvls()); });
+  out.check([&] { check_link(c, cl.nic(), "cluster.nic", need); });
+  out.check([&] {
+    need("cluster.nics_per_node", cl.has_nics_per_node());
+    c.count("cluster.nics_per_node", cl.nics_per_node(), Limits::kGpusPerNode);
+  });
+  out.check([&] {
+    need("cluster.topology", cl.has_topology());
+    c.enumeration("cluster.topology", cl.topology());
+  });
 
   // The flow-level network's fabric (its presets are applied and its preset
   // names checked when the network model is built, sim/network).
   const NetworkSpec& net = cl.network();
   for (int i = 0; i < net.tiers_size(); ++i) {
-    const SwitchTier& t = net.tiers(i);
-    const std::string p = "cluster.network.tiers[" + std::to_string(i) + "]";
-    if (t.has_children()) c.count(p + ".children", t.children(), Limits::kGpus, "the number of nodes (first tier) or switch groups under one switch");
-    if (t.has_oversubscription()) {
-      c.real(p + ".oversubscription", t.oversubscription(), 1e3, false);
-      if (t.oversubscription() < 1)
-        c.fail(p + ".oversubscription", "must be ≥ 1 (downlink : uplink bandwidth), got " + Checker::fmt(t.oversubscription()),
-               "use 1 for a non-blocking tier, 2 for 2:1, ...");
-    }
-    if (t.has_latency_us()) c.real(p + ".latency_us", t.latency_us(), 1e6, true);
+    out.check([&] {
+      const SwitchTier& t = net.tiers(i);
+      const std::string p = "cluster.network.tiers[" + std::to_string(i) + "]";
+      if (t.has_children())
+        c.count(p + ".children", t.children(), Limits::kGpus,
+                "the number of nodes (first tier) or switch groups under one switch");
+      if (t.has_oversubscription()) {
+        c.real(p + ".oversubscription", t.oversubscription(), 1e3, false);
+        if (t.oversubscription() < 1)
+          c.fail(p + ".oversubscription",
+                 "must be ≥ 1 (downlink : uplink bandwidth), got " + Checker::fmt(t.oversubscription()),
+                 "use 1 for a non-blocking tier, 2 for 2:1, ...");
+      }
+      if (t.has_latency_us()) c.real(p + ".latency_us", t.latency_us(), 1e6, true);
+    });
   }
   // The host and the memory overheads (docs/cost-model.md#host-overheads,
   // docs/memory-model.md#overheads): every field, from the preset or given.
   const HostSpec& host = cl.host();
-  need("cluster.host.kernel_launch_us", host.has_kernel_launch_us());
-  c.real("cluster.host.kernel_launch_us", host.kernel_launch_us(), 1e6, true);
-  need("cluster.host.collective_launch_us", host.has_collective_launch_us());
-  c.real("cluster.host.collective_launch_us", host.collective_launch_us(), 1e6, true);
-  need("cluster.host.microbatch_overhead_us", host.has_microbatch_overhead_us());
-  c.real("cluster.host.microbatch_overhead_us", host.microbatch_overhead_us(), 1e9, true);
-  need("cluster.host.iteration_overhead_us", host.has_iteration_overhead_us());
-  c.real("cluster.host.iteration_overhead_us", host.iteration_overhead_us(), 1e9, true);
   const MemoryOverheads& mo = cl.memory_overheads();
-  need("cluster.memory_overheads.cuda_context_gib", mo.has_cuda_context_gib());
-  c.real("cluster.memory_overheads.cuda_context_gib", mo.cuda_context_gib(), 1e4, true);
-  need("cluster.memory_overheads.nccl_communicator_mib", mo.has_nccl_communicator_mib());
-  c.real("cluster.memory_overheads.nccl_communicator_mib", mo.nccl_communicator_mib(), 1e7, true);
-  need("cluster.memory_overheads.allocator_fragmentation", mo.has_allocator_fragmentation());
-  c.real("cluster.memory_overheads.allocator_fragmentation", mo.allocator_fragmentation(), 10, true);
+  const std::tuple<const char*, bool, double, double> amounts[] = {
+      {"cluster.host.kernel_launch_us", host.has_kernel_launch_us(), host.kernel_launch_us(), 1e6},
+      {"cluster.host.collective_launch_us", host.has_collective_launch_us(), host.collective_launch_us(), 1e6},
+      {"cluster.host.microbatch_overhead_us", host.has_microbatch_overhead_us(), host.microbatch_overhead_us(), 1e9},
+      {"cluster.host.iteration_overhead_us", host.has_iteration_overhead_us(), host.iteration_overhead_us(), 1e9},
+      {"cluster.memory_overheads.cuda_context_gib", mo.has_cuda_context_gib(), mo.cuda_context_gib(), 1e4},
+      {"cluster.memory_overheads.nccl_communicator_mib", mo.has_nccl_communicator_mib(), mo.nccl_communicator_mib(),
+       1e7},
+      {"cluster.memory_overheads.allocator_fragmentation", mo.has_allocator_fragmentation(),
+       mo.allocator_fragmentation(), 10},
+  };
+  for (const auto& [path, has, value, max] : amounts)
+    out.check([&] {
+      need(path, has);
+      c.real(path, value, max, true);
+    });
 
-  c.enumeration_or_unset("cluster.network.algorithm", net.algorithm());
-  c.enumeration_or_unset("cluster.network.protocol", net.protocol());
+  out.check([&] { c.enumeration_or_unset("cluster.network.algorithm", net.algorithm()); });
+  out.check([&] { c.enumeration_or_unset("cluster.network.protocol", net.protocol()); });
   if (net.has_compute_slowdown_under_comm())
-    c.real("cluster.network.compute_slowdown_under_comm", net.compute_slowdown_under_comm(), 10, true);
+    out.check([&] {
+      c.real("cluster.network.compute_slowdown_under_comm", net.compute_slowdown_under_comm(), 10, true);
+    });
+  out.throw_if_any();
 }
 
 namespace {
@@ -266,15 +316,19 @@ void check_rank_order(const ParallelPlan& p, const Checker& c) {
 
 void validate_parallel(const Scenario& spec, const Checker& c) {
   const auto& p = spec.parallel();
-  c.count("parallel.tp", p.tp(), Limits::kGpus);
-  c.count("parallel.cp", p.cp(), Limits::kGpus);
-  c.count("parallel.pp", p.pp(), Limits::kGpus);
-  c.count("parallel.dp", p.dp(), Limits::kGpus);
-  c.count("parallel.virtual_stages", p.virtual_stages(), Limits::kVirtualStages,
-          "set virtual_stages: 1 (≥ 2 only with schedule INTERLEAVED_1F1B)");
-  c.enumeration("parallel.recompute", p.recompute());
-  check_rank_order(p, c);
-  c.enumeration("schedule.kind", spec.schedule().kind());
+  Problems out;
+  out.check([&] { c.count("parallel.tp", p.tp(), Limits::kGpus); });
+  out.check([&] { c.count("parallel.cp", p.cp(), Limits::kGpus); });
+  out.check([&] { c.count("parallel.pp", p.pp(), Limits::kGpus); });
+  out.check([&] { c.count("parallel.dp", p.dp(), Limits::kGpus); });
+  out.check([&] {
+    c.count("parallel.virtual_stages", p.virtual_stages(), Limits::kVirtualStages,
+            "set virtual_stages: 1 (≥ 2 only with schedule INTERLEAVED_1F1B)");
+  });
+  out.check([&] { c.enumeration("parallel.recompute", p.recompute()); });
+  out.check([&] { check_rank_order(p, c); });
+  out.check([&] { c.enumeration("schedule.kind", spec.schedule().kind()); });
+  out.throw_if_any();
 }
 
 }  // namespace lacuna::scenario

@@ -172,10 +172,15 @@ INSTANTIATE_TEST_SUITE_P(Scenario, ValidationRule, ::testing::ValuesIn(kCases),
 TEST(Validation, MissingSectionIsReportedWithoutALine) {
   const std::string text = replace_once(
       read_source(kSmall), "training {\n  global_batch: 32\n  micro_batch: 2\n  precision: BF16\n}\n", "");
-  const Error e = error_of(text, Format::kText);
+  const Error all = error_of(text, Format::kText);
+  // Every field of the section without a default is reported, unlocated, in
+  // field order (micro_batch takes its documented default).
+  ASSERT_EQ(all.parts().size(), 2u) << all.what();
+  const Error& e = all.parts()[0];
   EXPECT_EQ(e.where().field, "training.global_batch");
   EXPECT_EQ(e.where().line, 0);
   EXPECT_THAT(e.fix(), HasSubstr("at least 1"));
+  EXPECT_EQ(all.parts()[1].where().field, "training.precision");
 }
 
 TEST(Validation, UnsetPositionEmbeddingListsTheChoices) {

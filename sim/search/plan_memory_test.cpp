@@ -114,5 +114,19 @@ TEST(PlanMemory, LowerBoundNeverExceedsTheCompiledPeakWithMoe) {
               worst.c_str());
 }
 
+// FP8 plans: the FP8 weight copies and, under delayed scaling, the amax
+// group's communicator count in both bound and estimate, as the compiler
+// counts them.
+TEST(PlanMemory, LowerBoundNeverExceedsTheCompiledPeakWithFp8) {
+  std::mt19937_64 rng(29);
+  int compared = 0;
+  std::string worst;
+  const double worst_estimate_error = check_memory_bounds(rng, 8, 8, testing::random_small_fp8, compared, worst);
+  EXPECT_GT(compared, 40);
+  EXPECT_LT(worst_estimate_error, 0.10) << worst;
+  std::printf("FP8 memory estimate over %d plans: worst error %.1f %% (%s)\n", compared, 100 * worst_estimate_error,
+              worst.c_str());
+}
+
 }  // namespace
 }  // namespace lacuna::search

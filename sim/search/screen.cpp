@@ -83,6 +83,7 @@ Screen::Screen(const scenario::Scenario& base)
   gemm_efficiency_ = scenario::op_efficiency(base.cluster().gpu(), "GEMM").flops;
   const model::LayerShape shape = model::layer_shape(base);
   moe_ = shape.moe;
+  fp8_ = shape.fp8;
   model_flops_ = model::model_flops_per_iteration(model::unsharded(shape, 1), base.model().llm().num_layers(),
                                                   base.training().global_batch());
   for (int e = 0; e < base.model().encoders_size(); ++e) {
@@ -187,6 +188,7 @@ const Screen::LayerFigures& Screen::layer(const Plan& plan, bool moe_layer) {
   // FP8: the cached FP8 weight copies (or, with param_gather, FP8 weights in
   // place of bf16 ones), as the compiler's memory baseline counts them.
   f.fp8_weight_delta = model::fp8_weight_memory_delta_bytes(s.fp8, model::fp8_layer_weights(s).total());
+  f.fp8_gemms = model::fp8_layer_gemms(s);
   f.grad_fp32 = s.grad_fp32;
   f.attention_s = layer_attention_s;
   return layers_.emplace(key, f).first->second;
@@ -198,6 +200,28 @@ double Screen::optimizer_s(int64_t parameters) {
   for (const model::Kernel& k : model::optimizer_update(parameters)) t += cost_->compute(model::to_compute(k)).seconds();
   optimizer_.emplace(parameters, t);
   return t;
+}
+
+int64_t Screen::amax_group_size(const Plan& plan) const {
+  if (!model::fp8_delayed_amax_reduction(fp8_)) return 1;
+  return int64_t{plan.tp} * plan.cp * (fp8_.tp_only_amax_reduction ? 1 : plan.dp);
+}
+
+// Per model chunk, a forward and a backward reduction of all the rank's
+// amaxes over the amax group (its ranks consecutive under tp-cp-dp-pp), each
+// followed by the fused update (docs/fp8.md#delayed-scaling-amax-reduction).
+double Screen::amax_s(const Plan& plan, int64_t gemms) const {
+  if (!model::fp8_delayed_amax_reduction(fp8_) || gemms <= 0) return 0;
+  const int64_t size = amax_group_size(plan);
+  const cost::GroupShape group = strided_group(size, 1, scenario::nvlink_domain_gpus(base_.cluster()));
+  double t = 0;
+  for (const bool forward : {true, false}) {
+    const int64_t values = model::fp8_delayed_amax_values(gemms, forward);
+    if (size > 1) t += cost_->collective(ir::ALL_REDUCE, values * model::kFp32, group).seconds();
+    const ir::Phase phase = forward ? ir::FORWARD : ir::BACKWARD_INPUT;
+    t += cost_->compute(model::to_compute(model::fp8_amax_update(phase, values, fp8_.amax_history_len))).seconds();
+  }
+  return static_cast<double>(plan.virtual_stages) * t;
 }
 
 ScreenEstimate Screen::estimate(const Plan& plan) {
@@ -245,6 +269,14 @@ ScreenEstimate Screen::estimate(const Plan& plan) {
     w_mid = work(layers, moe_all) * static_cast<double>(first_layers) / static_cast<double>(layers);
     w_weight = static_cast<double>(first_layers - moe_first) * f.weight_grad_s +
                static_cast<double>(moe_first) * fm.weight_grad_s;
+  }
+
+  // FP8 delayed scaling: each microbatch's amax reductions, on every stage
+  // (counted with the first stage's FP8 GEMMs).
+  if (const double amax = amax_s(plan, (first_layers - moe_first) * f.fp8_gemms + moe_first * fm.fp8_gemms); amax > 0) {
+    w_first += amax;
+    w_last += amax;
+    w_mid += amax;
   }
 
   // Encoder work per GPU at the GEMM rate, placed as each placement does
@@ -417,7 +449,9 @@ ScreenEstimate Screen::estimate(const Plan& plan) {
     }
     default: in_flight_layers_first = std::min<int64_t>(pp, m) * first_layers; break;
   }
-  const int64_t communicators = rank_communicators(plan);
+  // Delayed scaling's amax group is listed apart from the dense groups
+  // (compiler add_amax_layout), so it is a communicator of its own.
+  const int64_t communicators = rank_communicators(plan) + (amax_group_size(plan) > 1 ? 1 : 0);
   const double other = cuda_context_bytes_ + nccl_communicator_bytes_ * static_cast<double>(communicators);
   const int64_t grad_bytes = f.grad_fp32 ? 4 : 2;
   auto state = [&](int64_t params) {

@@ -54,6 +54,7 @@ class Screen {
     int64_t layer_params = 0, embedding_params = 0, head_params = 0;
     Bytes layer_activation, head_activation;
     int64_t fp8_weight_delta = 0;  // FP8 weight copies the layer adds (model::fp8_weight_memory_delta_bytes)
+    int64_t fp8_gemms = 0;         // FP8 GEMMs whose amaxes delayed scaling reduces (model::fp8_layer_gemms)
     bool grad_fp32 = true;
   };
   // tp cp sp mb recompute tp-overlap pp>1 ep expert_tp moe-layer
@@ -65,6 +66,10 @@ class Screen {
   // NCCL communicators the expert groups add (in the estimate, not the bound).
   int64_t moe_communicators(const Plan& plan) const;
   double optimizer_s(int64_t parameters);
+  // FP8 delayed scaling's amax group size (1: no reduction) and the time of
+  // its reductions for one microbatch on a rank holding `gemms` FP8 GEMMs.
+  int64_t amax_group_size(const Plan& plan) const;
+  double amax_s(const Plan& plan, int64_t gemms) const;
 
   scenario::Scenario base_;
   std::unique_ptr<cost::CostModel> cost_;
@@ -76,6 +81,7 @@ class Screen {
   double encoder_trained_params_ = 0, encoder_frozen_params_ = 0;
   double gemm_efficiency_ = 1;
   model::MoeShape moe_;  // the model's MoE settings (num_experts 0: dense)
+  model::Fp8Plan fp8_;   // the scenario's FP8 plan (recipe unspecified: not FP8)
   bool grad_reduce_fp32_ = false;
   double cuda_context_bytes_ = 0, nccl_communicator_bytes_ = 0, fragmentation_ = 0;
 };

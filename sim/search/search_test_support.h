@@ -70,4 +70,21 @@ inline scenario::LoadedScenario random_small_moe(std::mt19937_64& rng) {
   return s;
 }
 
+// random_small trained in FP8 (docs/fp8.md): a random recipe of the Hopper
+// ones, delayed scaling's amax group over tp × cp × dp or tp × cp, FP8
+// parameter gather or not. Validated.
+inline scenario::LoadedScenario random_small_fp8(std::mt19937_64& rng) {
+  scenario::LoadedScenario s = random_small(rng);
+  auto pick = [&](std::initializer_list<int64_t> xs) { return *(xs.begin() + rng() % xs.size()); };
+  s.spec.mutable_cluster()->mutable_gpu()->set_peak_fp8_tflops(1979);
+  auto* t = s.spec.mutable_training();
+  t->set_precision(scenario::FP8);
+  auto* f = t->mutable_fp8();
+  f->set_recipe(static_cast<scenario::Fp8Recipe>(
+      pick({scenario::FP8_DELAYED, scenario::FP8_DELAYED, scenario::FP8_CURRENT, scenario::FP8_BLOCKWISE})));
+  if (f->recipe() == scenario::FP8_DELAYED && pick({0, 1}) == 1) f->set_tp_only_amax_reduction(true);
+  scenario::validate_scenario(s.spec, s.locations);
+  return s;
+}
+
 }  // namespace lacuna::search::testing
