@@ -100,9 +100,15 @@ TEST(MoeCompile, DispatchRunsOnTheEpStreamAndExpertsCarryRolesAndLayers) {
     const ir::Stream* ep = testing::find_stream(c, "ep");
     ASSERT_NE(ep, nullptr) << c.name();
     EXPECT_EQ(ep->kind(), ir::EP_COMM);
-    int64_t a2a = 0;
+    int64_t a2a = 0, count_gathers = 0;
     for (const auto& op : ep->ops())
-      if (op.has_collective()) {
+      if (op.has_collective() && op.collective().kind() == ir::ALL_GATHER) {
+        // The per-expert token counts (int64 per expert from each EP rank),
+        // once per MoE layer forward (docs/moe.md#host-synchronisation).
+        EXPECT_EQ(op.collective().bytes(), 8 * 8 * 2);
+        EXPECT_EQ(op.phase(), ir::FORWARD);
+        ++count_gathers;
+      } else if (op.has_collective()) {
         EXPECT_EQ(op.collective().kind(), ir::ALL_TO_ALL);
         EXPECT_EQ(op.collective().group_slot(), kSlotEp);
         EXPECT_EQ(op.collective().bytes(), a2a_bytes);
@@ -110,6 +116,8 @@ TEST(MoeCompile, DispatchRunsOnTheEpStreamAndExpertsCarryRolesAndLayers) {
         ++a2a;
       }
     EXPECT_GT(a2a, 0);
+    // Dispatch and combine, forward and backward: four all-to-alls per count gather.
+    EXPECT_EQ(a2a, 4 * count_gathers);
     for (const auto& st : c.streams())
       for (const auto& op : st.ops())
         if (op.has_compute() && op.compute().role() == ir::ROLE_EXPERT_FC1) {

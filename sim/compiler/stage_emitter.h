@@ -57,7 +57,9 @@ class Emitter {
   void kernel(const model::Kernel& k, OpContext ctx) {
     ctx.phase = k.phase;
     take_pending(ctx, [&](const Pending& p) { return p.consumer.matches(k); });
-    *b_.add(StreamId::kCompute, ctx)->mutable_compute() = model::to_compute(k);
+    ir::Op* op = b_.add(StreamId::kCompute, ctx);
+    *op->mutable_compute() = model::to_compute(k);
+    if (k.host_sync) op->set_host_sync(true);
   }
 
   // Waits for every outstanding collective (end of a pass: what follows, a

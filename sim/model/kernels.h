@@ -23,6 +23,10 @@ struct Kernel {
   // The precision the math runs in where it differs from the program's
   // (FP8 GEMMs of an FP8 program, sim/model/fp8.h); unspecified: the program's.
   scenario::Precision precision = scenario::PRECISION_UNSPECIFIED;
+  // The host waits for the stream to drain before issuing this kernel
+  // (Op.host_sync: a device-to-host copy the framework needs first, such as
+  // Megatron-Core's MoE token counts, sim/model/moe.cpp).
+  bool host_sync = false;
 
   bool is_matmul() const { return op_class == ir::GEMM || op_class == ir::ATTENTION; }
 };

@@ -41,8 +41,6 @@ CommPoint comm(CommGroup group, ir::CollectiveKind kind, int64_t bytes, Phase ph
   return c;  // consumer: the next kernel (the dispatch is synchronous in Megatron-Core)
 }
 
-bool forward_phase(Phase p) { return p == ir::FORWARD || p == ir::RECOMPUTE; }
-
 // The local experts' GEMMs over `rows` rows in total, balanced over the
 // local experts (rows differ by at most one). `kind` 0: forward
 // Y = X·W [rows, out]; 1: dgrad dX = dY·Wᵀ [rows, in]; 2: wgrad dW = Xᵀ·dY.
@@ -199,6 +197,27 @@ std::vector<CommPoint> moe_combine_comms(const LayerShape& s, Phase phase) {
   return out;
 }
 
+namespace {
+
+// The forward permute, on which the host first waits for the token counts
+// (docs/moe.md#host-synchronisation): Megatron-Core sizes the dispatch and the
+// experts' GEMMs from per-expert counts it copies to the host. All-to-all
+// (dropless): the copy at "before_permutation_1" and the sync at
+// "before_ep_alltoall" (token_dispatcher.py MoEAlltoAllTokenDispatcher
+// preprocess, _maybe_dtoh_and_synchronize); all-gather: `.cpu()` of the local
+// counts after the gather (dispatch_postprocess); flex / HybridEP: the
+// dispatched counts' `.sum()` and the experts' `tokens_per_expert.tolist()`
+// (MoEFlexTokenDispatcher, experts.py). Padded to capacity, every size is
+// known on the host and nothing waits (drop_and_pad). Backward reuses the
+// forward's sizes.
+Kernel forward_permute(const LayerShape& s, Phase phase, int64_t rows) {
+  Kernel k = permute_kernel(s, phase, rows);
+  k.host_sync = !s.moe.pad_to_capacity;
+  return k;
+}
+
+}  // namespace
+
 void moe_mlp_forward(std::vector<Step>& st, const LayerShape& s, Phase phase) {
   const MoeTokens t = moe_tokens(s);
   const int64_t h = s.hidden;
@@ -208,9 +227,17 @@ void moe_mlp_forward(std::vector<Step>& st, const LayerShape& s, Phase phase) {
   if (s.moe.shared_ffn > 0) mlp_forward(st, shared_shape(s), phase, kSharedRoles);
   router_forward(st, s, phase, t);
   const bool permute_first = s.moe.dispatcher == scenario::DISPATCHER_ALLTOALL;
-  if (permute_first) st.emplace_back(permute_kernel(s, phase, t.sent));
+  if (permute_first && !s.moe.pad_to_capacity && (s.moe.ep > 1 || s.moe.expert_tp > 1)) {
+    // MoEAlltoAllTokenDispatcher.preprocess: the per-expert token counts
+    // (int64 [experts]) all-gathered over the tp_ep group, synchronously,
+    // before the host reads the splits. Emitted on the EP group (Megatron's
+    // group is expert_tp × ep ranks: the EP group when expert_tp = 1).
+    st.emplace_back(comm(s.moe.ep > 1 ? CommGroup::kEp : CommGroup::kExpertTp, ir::ALL_GATHER,
+                         s.moe.num_experts * 8 * (s.moe.ep > 1 ? s.moe.ep : s.moe.expert_tp), phase));
+  }
+  if (permute_first) st.emplace_back(forward_permute(s, phase, t.sent));
   for (const CommPoint& c : moe_dispatch_comms(s, phase)) st.emplace_back(c);
-  if (!permute_first) st.emplace_back(permute_kernel(s, phase, t.expert));
+  if (!permute_first) st.emplace_back(forward_permute(s, phase, t.expert));
   expert_gemms(st, s, ir::ROLE_EXPERT_FC1, phase, 0, t.expert, h, fc1_width_expert(s));
   st.emplace_back(expert_activation(s, phase, false, t.expert));
   expert_gemms(st, s, ir::ROLE_EXPERT_FC2, phase, 0, t.expert, s.moe.expert_ffn_per_rank(), h);

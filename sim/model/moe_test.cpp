@@ -201,16 +201,70 @@ TEST(Moe, OneExpertTopOneIsTheDenseLayer) {
     EXPECT_EQ(ka, kb);
   }
   // Forward: the dense MLP's all-gather before FC1 and reduce-scatter after
-  // FC2 are the expert-TP gather and scatter, same bytes.
+  // FC2 are the expert-TP gather and scatter, same bytes. The all-to-all
+  // dispatcher adds the gather of the per-expert token counts (8 B for the
+  // one expert from each of the 2 expert-TP ranks), as Megatron-Core runs it.
   std::vector<std::pair<int, int64_t>> ca, cb;
+  int counts = 0;
   for (const CommPoint& c : comms(layer_forward(dense))) ca.push_back({c.kind, c.bytes});
-  for (const CommPoint& c : comms(layer_forward(moe))) cb.push_back({c.kind, c.bytes});
+  for (const CommPoint& c : comms(layer_forward(moe))) {
+    if (c.group == CommGroup::kExpertTp && c.kind == ir::ALL_GATHER && c.bytes == 8 * 2) {
+      ++counts;
+      continue;
+    }
+    cb.push_back({c.kind, c.bytes});
+  }
+  EXPECT_EQ(counts, 1);
   EXPECT_EQ(ca, cb);
   // Model FLOPs: the dense MLP's plus the router's 2·tokens·h·experts.
   LayerShape one = unsharded(moe, 1);
   LayerShape one_dense = unsharded(dense, 1);
   const double router = 2.0 * one.tokens() * one.hidden * 1;
   EXPECT_DOUBLE_EQ(model_flops_per_iteration(one, 1, 1) - model_flops_per_iteration(one_dense, 1, 1), 3 * router);
+}
+
+// docs/moe.md#host-synchronisation: the host waits for the token counts
+// before the forward permute, unless padding to capacity makes every size
+// static; backward reuses the forward's sizes. The all-to-all dispatcher
+// first gathers the counts (int64 per expert) over EP.
+TEST(Moe, ForwardPermuteWaitsForTheTokenCountsOnTheHost) {
+  auto permutes = [](const std::vector<Step>& steps) {
+    std::vector<Kernel> out;
+    for (const Step& st : steps)
+      if (const auto* k = std::get_if<Kernel>(&st); k != nullptr && k->role == ir::ROLE_MOE_PERMUTE) out.push_back(*k);
+    return out;
+  };
+  for (const auto dispatcher :
+       {scenario::DISPATCHER_ALLTOALL, scenario::DISPATCHER_ALLGATHER, scenario::DISPATCHER_HIERARCHICAL}) {
+    SCOPED_TRACE(scenario::MoeDispatcher_Name(dispatcher));
+    LayerShape s = moe_shape(16, 2, 4, 1, dispatcher);
+    s.moe.ep_per_domain = 2;
+    for (const ir::Phase phase : {ir::FORWARD, ir::RECOMPUTE}) {
+      std::vector<Step> fwd;
+      moe_mlp_forward(fwd, s, phase);
+      const auto p = permutes(fwd);
+      ASSERT_EQ(p.size(), 1u);
+      EXPECT_TRUE(p[0].host_sync);
+      int count_gathers = 0;
+      for (const CommPoint& c : comms(fwd))
+        if (c.kind == ir::ALL_GATHER && c.bytes == 16 * 8 * 4) {
+          EXPECT_EQ(c.group, CommGroup::kEp);
+          ++count_gathers;
+        }
+      EXPECT_EQ(count_gathers, dispatcher == scenario::DISPATCHER_ALLTOALL ? 1 : 0);
+    }
+    std::vector<Step> bwd;
+    moe_mlp_backward(bwd, s);
+    for (const Kernel& k : permutes(bwd)) EXPECT_FALSE(k.host_sync);
+  }
+  // Padded to capacity: static sizes, no wait and no count gather.
+  LayerShape padded = moe_shape(16, 2, 4, 1);
+  padded.moe.capacity_factor = 1.0;
+  padded.moe.pad_to_capacity = true;
+  std::vector<Step> fwd;
+  moe_mlp_forward(fwd, padded, ir::FORWARD);
+  for (const Kernel& k : permutes(fwd)) EXPECT_FALSE(k.host_sync);
+  for (const CommPoint& c : comms(fwd)) EXPECT_NE(c.bytes, 16 * 8 * 4);
 }
 
 TEST(Moe, ModelFlopsCountActivatedExperts) {
