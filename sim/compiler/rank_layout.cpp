@@ -248,21 +248,31 @@ void add_rank_layout(const RankLayout& layout, int32_t gpus_per_node, ir::Progra
 
 namespace lacuna::compiler {
 
-void add_expert_layout(const RankLayout& layout, const ExpertDims& e, ir::Program& program) {
-  const ParallelDims& d = layout.dims();
-  const int32_t world = d.world();
-  const int32_t stage = d.tp * d.cp * d.dp;
-  const int32_t etp = e.expert_tp, ep = e.ep, edp = stage / (etp * ep);
-  const std::array<std::pair<const char*, ir::GroupKind>, 5> slots = {{{"ep", ir::EP},
-                                                                      {"expert_tp", ir::EXPERT_TP},
-                                                                      {"expert_dp", ir::EXPERT_DP},
-                                                                      {"ep_intra_domain", ir::EP_INTRA_DOMAIN},
-                                                                      {"ep_inter_domain", ir::EP_INTER_DOMAIN}}};
+namespace {
+
+// The MoE slots kSlotEp … kSlotEpInterDomain, in slot order.
+void add_moe_slots(ir::Program& program) {
+  const std::array<std::pair<const char*, ir::GroupKind>, kNumMoeGroupSlots - kNumGroupSlots> slots = {
+      {{"ep", ir::EP},
+       {"expert_tp", ir::EXPERT_TP},
+       {"expert_dp", ir::EXPERT_DP},
+       {"ep_intra_domain", ir::EP_INTRA_DOMAIN},
+       {"ep_inter_domain", ir::EP_INTER_DOMAIN}}};
   for (const auto& [name, kind] : slots) {
     auto* s = program.add_group_slots();
     s->set_name(name);
     s->set_kind(kind);
   }
+}
+
+}  // namespace
+
+void add_expert_layout(const RankLayout& layout, const ExpertDims& e, ir::Program& program) {
+  const ParallelDims& d = layout.dims();
+  const int32_t world = d.world();
+  const int32_t stage = d.tp * d.cp * d.dp;
+  const int32_t etp = e.expert_tp, ep = e.ep, edp = stage / (etp * ep);
+  add_moe_slots(program);
   // Index of a rank inside its pipeline stage: its dense coordinates in the
   // dense order with pp left out (Megatron's generators agree on the pp
   // groups, parallel_state.py asserts it).
@@ -336,18 +346,9 @@ void add_amax_layout(const RankLayout& layout, ir::Program& program, bool tp_onl
   const ParallelDims& d = layout.dims();
   const int32_t world = d.world();
   if (program.group_slots_size() == kNumGroupSlots) {
-    const std::array<std::pair<const char*, ir::GroupKind>, 5> unbound = {{{"ep", ir::EP},
-                                                                           {"expert_tp", ir::EXPERT_TP},
-                                                                           {"expert_dp", ir::EXPERT_DP},
-                                                                           {"ep_intra_domain", ir::EP_INTRA_DOMAIN},
-                                                                           {"ep_inter_domain", ir::EP_INTER_DOMAIN}}};
-    for (const auto& [name, kind] : unbound) {
-      auto* s = program.add_group_slots();
-      s->set_name(name);
-      s->set_kind(kind);
-    }
+    add_moe_slots(program);  // bound to no group
     for (int32_t r = 0; r < world; ++r)
-      for (size_t i = 0; i < unbound.size(); ++i) program.mutable_ranks(r)->add_group(-1);
+      for (int32_t slot = kNumGroupSlots; slot < kNumMoeGroupSlots; ++slot) program.mutable_ranks(r)->add_group(-1);
   }
   if (program.group_slots_size() != kSlotAmax)
     throw InternalError("add_amax_layout: expected " + std::to_string(kSlotAmax) + " group slots, found " +
