@@ -20,7 +20,9 @@ std::string comparison_csv(const Comparison& c) {
   // An MoE workload adds its two bubble categories (docs/moe.md).
   const bool moe = std::any_of(c.placements.begin(), c.placements.end(),
                                [](const PlacementOutcome& p) { return p.summary && p.summary->moe(); });
-  const MetricSet set{.multimodal = true, .samples = false, .moe = moe};
+  const bool fp8 = std::any_of(c.placements.begin(), c.placements.end(),
+                               [](const PlacementOutcome& p) { return p.summary && p.summary->info.has_fp8(); });
+  const MetricSet set{.multimodal = true, .samples = false, .moe = moe, .fp8 = fp8};
   std::vector<std::string> header = {
       "placement", "name", "status", "fits", "rank", "speedup", "encoder_hidden_fraction"};
   const std::vector<std::string> names = metric_names(set);

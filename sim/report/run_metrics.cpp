@@ -40,11 +40,17 @@ RunMetrics run_metrics(const Summary& s) {
   m.num_gpus = s.num_gpus;
   m.multimodal = s.multimodal();
   m.moe = s.moe();
+  m.fp8 = s.info.has_fp8();
   m.iteration_time_ns = s.iteration_time.count();
   m.tokens_per_s = s.tokens_per_s;
   m.tflops_per_gpu = s.tflops_per_gpu;
   m.mfu = s.mfu;
   m.hfu = s.hfu;
+  if (m.fp8 && s.info.peak_bf16_flops_per_gpu() > 0) {
+    m.mfu_bf16_peak = s.tflops_per_gpu * 1e12 / s.info.peak_bf16_flops_per_gpu();
+  } else if (s.info.precision() == scenario::BF16) {
+    m.mfu_bf16_peak = s.mfu;
+  }
   m.peak_memory_bytes = s.peak_memory.max;
   m.peak_memory_rank = s.peak_memory.worst_rank;
   m.memory_capacity_bytes = s.memory_capacity.count();
@@ -60,9 +66,9 @@ RunMetrics run_metrics(const Summary& s) {
   return m;
 }
 
-MetricSet metric_set(const RunMetrics& m) { return {m.multimodal, m.samples > 0, m.moe}; }
+MetricSet metric_set(const RunMetrics& m) { return {m.multimodal, m.samples > 0, m.moe, m.fp8}; }
 MetricSet operator|(MetricSet a, MetricSet b) {
-  return {a.multimodal || b.multimodal, a.samples || b.samples, a.moe || b.moe};
+  return {a.multimodal || b.multimodal, a.samples || b.samples, a.moe || b.moe, a.fp8 || b.fp8};
 }
 
 std::vector<Metric> named_metrics(const RunMetrics& m, MetricSet set) {
@@ -73,10 +79,14 @@ std::vector<Metric> named_metrics(const RunMetrics& m, MetricSet set) {
       {"tflops_per_gpu", m.tflops_per_gpu},
       {"mfu", m.mfu},
       {"hfu", m.hfu},
+  };
+  if (set.fp8) out.push_back({"mfu_bf16_peak", m.mfu_bf16_peak});
+  const std::vector<Metric> memory = {
       {"peak_memory_gb", gb(m.peak_memory_bytes)},
       {"hbm_capacity_gb", gb(m.memory_capacity_bytes)},
       {"over_capacity_ranks", static_cast<double>(m.over_capacity_ranks)},
   };
+  out.insert(out.end(), memory.begin(), memory.end());
   for (Bubble b : kAllBubbles) {
     if (!bubble_shown(b, set.multimodal, set.moe)) continue;
     out.push_back({"bubble_" + std::string(bubble_key(b)) + "_ms", ms(m.bubble_median_ns[static_cast<size_t>(b)])});
@@ -110,11 +120,13 @@ std::string metrics_record(const RunMetrics& m) {
   // Dense records keep their form: the MoE flag and the two MoE categories
   // only where they occur.
   if (m.moe) j["moe"] = true;
+  if (m.fp8) j["fp8"] = true;
   j["iteration_time_ns"] = m.iteration_time_ns;
   j["tokens_per_s"] = m.tokens_per_s;
   j["tflops_per_gpu"] = m.tflops_per_gpu;
   j["mfu"] = m.mfu;
   j["hfu"] = m.hfu;
+  j["mfu_bf16_peak"] = m.mfu_bf16_peak;
   j["peak_memory_bytes"] = m.peak_memory_bytes;
   j["peak_memory_rank"] = m.peak_memory_rank;
   j["memory_capacity_bytes"] = m.memory_capacity_bytes;
@@ -145,6 +157,8 @@ RunMetrics metrics_from_record(std::string_view record) {
     m.tflops_per_gpu = j.at("tflops_per_gpu").get<double>();
     m.mfu = j.at("mfu").get<double>();
     m.hfu = j.at("hfu").get<double>();
+    m.mfu_bf16_peak = j.at("mfu_bf16_peak").get<double>();
+    m.fp8 = j.contains("fp8") && j.at("fp8").get<bool>();
     m.peak_memory_bytes = j.at("peak_memory_bytes").get<int64_t>();
     m.peak_memory_rank = j.at("peak_memory_rank").get<int32_t>();
     m.memory_capacity_bytes = j.at("memory_capacity_bytes").get<int64_t>();

@@ -20,11 +20,16 @@ struct RunMetrics {
   int32_t num_gpus = 0;
   bool multimodal = false;
   bool moe = false;  // an MoE program: the moe_imbalance and ep_exposed bubbles
+  bool fp8 = false;  // an FP8 program: mfu is on the FP8 peak, mfu_bf16_peak on the BF16 one
   int64_t iteration_time_ns = 0;
   double tokens_per_s = 0;
   double tflops_per_gpu = 0;
   double mfu = 0;
   double hfu = 0;
+  // Model FLOP/s per GPU over the dense BF16 peak (docs/fp8.md#mfu): for an
+  // FP8 program its second MFU, for a BF16 one its mfu, otherwise 0 (no
+  // BF16 figure is compared).
+  double mfu_bf16_peak = 0;
   int64_t peak_memory_bytes = 0;  // the highest rank's
   int32_t peak_memory_rank = -1;
   int64_t memory_capacity_bytes = 0;  // 0: unknown
@@ -53,6 +58,7 @@ struct MetricSet {
   bool multimodal = false;
   bool samples = false;
   bool moe = false;  // the two MoE bubble categories
+  bool fp8 = false;  // mfu_bf16_peak after hfu (a set with an FP8 run)
 };
 MetricSet metric_set(const RunMetrics& m);
 // The union (a sweep whose points differ).
@@ -63,7 +69,7 @@ struct Metric {
   double value = 0;
 };
 // In column order: num_gpus, iteration_s, tokens_per_s, tflops_per_gpu, mfu,
-// hfu, peak_memory_gb, hbm_capacity_gb, over_capacity_ranks,
+// hfu, mfu_bf16_peak (an FP8 set only), peak_memory_gb, hbm_capacity_gb, over_capacity_ranks,
 // bubble_<category>_ms (median per rank; the multimodal two only in a
 // multimodal set), bubble_total_ms, busy_ms, then with samples: samples,
 // iteration_s_{mean,p50,p90,p99}, mfu_{mean,p50,p90,p99}.

@@ -64,13 +64,20 @@ std::string varied_text(const Grid& g, size_t point) {
   return out;
 }
 
+// The MFU the points are ranked by: a sweep with an FP8 point compares every
+// point on the BF16 peak (an FP8 run's own MFU is on the FP8 peak, twice as
+// high, docs/fp8.md#mfu).
+double ranked_mfu(const report::RunMetrics& m, bool fp8_set) { return fp8_set ? m.mfu_bf16_peak : m.mfu; }
+
 // The point with the highest MFU among those that fit HBM (lowest index on
 // ties); npos when none fits.
 size_t best_point(const std::vector<report::RunMetrics>& points) {
+  bool fp8_set = false;
+  for (const report::RunMetrics& m : points) fp8_set |= m.fp8;
   size_t best = std::string::npos;
   for (size_t i = 0; i < points.size(); ++i) {
     if (!points[i].fits()) continue;
-    if (best == std::string::npos || points[i].mfu > points[best].mfu) best = i;
+    if (best == std::string::npos || ranked_mfu(points[i], fp8_set) > ranked_mfu(points[best], fp8_set)) best = i;
   }
   return best;
 }
@@ -119,7 +126,7 @@ report::MetricSet sweep_metric_set(const SweepResult& r) {
 }
 
 std::vector<std::string> plottable_metrics(bool samples) {
-  return report::metric_names({.multimodal = true, .samples = samples, .moe = true});
+  return report::metric_names({.multimodal = true, .samples = samples, .moe = true, .fp8 = true});
 }
 
 void check_metric_names(const std::vector<std::string>& names, bool samples) {
@@ -163,8 +170,9 @@ std::string sweep_table(const SweepResult& r) {
   out += "\n";
   std::vector<std::string> header = {"#"};
   for (size_t k : varied) header.push_back(g.axes()[k].field);
-  for (const char* h : {"iteration (s)", "tokens/s", "TFLOP/s per GPU", "MFU", "HFU", "peak memory (GB)"})
-    header.push_back(h);
+  for (const char* h : {"iteration (s)", "tokens/s", "TFLOP/s per GPU", "MFU", "HFU"}) header.push_back(h);
+  if (set.fp8) header.push_back("MFU on BF16 peak");
+  header.push_back("peak memory (GB)");
   if (set.samples) {
     header.push_back("iteration mean (s)");
     header.push_back("iteration p99 (s)");
@@ -190,6 +198,7 @@ std::string sweep_table(const SweepResult& r) {
                                         : fmt::format("{:.4f}", m.tflops_per_gpu));
     row.push_back(percent(m.mfu));
     row.push_back(percent(m.hfu));
+    if (set.fp8) row.push_back(percent(m.mfu_bf16_peak));
     row.push_back(fmt::format("{:.2f}{}", static_cast<double>(m.peak_memory_bytes) / 1e9, m.fits() ? "" : " !"));
     any_over |= !m.fits();
     if (set.samples) {
@@ -204,7 +213,12 @@ std::string sweep_table(const SweepResult& r) {
   out += "  bubbles: median per rank; peak memory: the highest rank's\n";
   const size_t best = best_point(r.points);
   if (best != std::string::npos) {
-    out += fmt::format("  best MFU  point {} ({}): {}\n", best + 1, varied_text(g, best), percent(r.points[best].mfu));
+    if (set.fp8) {
+      out += fmt::format("  best MFU  point {} ({}): {} on the BF16 peak\n", best + 1, varied_text(g, best),
+                         percent(r.points[best].mfu_bf16_peak));
+    } else {
+      out += fmt::format("  best MFU  point {} ({}): {}\n", best + 1, varied_text(g, best), percent(r.points[best].mfu));
+    }
   } else {
     out += "  best MFU  none: every point exceeds HBM\n";
   }
@@ -331,7 +345,8 @@ std::string sweep_svg(const SweepResult& r, const std::vector<std::string>& metr
     if (const auto x = parse_number(v)) xs.push_back(*x);
   }
   if (xs.size() == plot.x_text.size()) plot.x_values = xs;
-  const report::MetricSet all{.multimodal = true, .samples = r.settings.samples > 0};
+  // Every plottable metric (plottable_metrics), MoE and FP8 ones included.
+  const report::MetricSet all{.multimodal = true, .samples = r.settings.samples > 0, .moe = true, .fp8 = true};
   for (const std::string& name : metrics) {
     PlotPanel panel;
     panel.y_label = name;

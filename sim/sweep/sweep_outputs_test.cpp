@@ -141,6 +141,35 @@ TEST(SweepOutputsTest, TableMarksOverHbmAndNamesTheBestPoint) {
       << table;
 }
 
+// A precision sweep (BF16, FP8): the FP8 point's MFU is on the FP8 peak,
+// half the BF16 one, so the points are ranked on the BF16 peak, and every
+// output carries mfu_bf16_peak (docs/fp8.md#mfu).
+TEST(SweepOutputsTest, Fp8PointsAreRankedOnTheBf16Peak) {
+  SweepSettings s;
+  s.scenario = "scenarios/llm/x.pbtxt";
+  Grid g = make_grid({"training.precision=BF16,FP8"}, false);
+  report::RunMetrics bf16 = metrics(0.45, 200'000'000);
+  bf16.mfu_bf16_peak = 0.45;
+  report::RunMetrics fp8 = metrics(0.30, 150'000'000);  // faster, lower MFU on its own (FP8) peak
+  fp8.fp8 = true;
+  fp8.mfu_bf16_peak = 0.60;
+  const SweepResult r{"x", std::move(g), s, {bf16, fp8}};
+  const std::string table = sweep_table(r);
+  EXPECT_NE(table.find("| MFU | HFU | MFU on BF16 peak | peak memory (GB) |"), std::string::npos) << table;
+  EXPECT_NE(table.find("best MFU  point 2 (training.precision=FP8): 60.00 % on the BF16 peak"), std::string::npos)
+      << table;
+  const std::string csv = sweep_csv(r);
+  EXPECT_NE(csv.find("mfu,hfu,mfu_bf16_peak,peak_memory_gb,"), std::string::npos) << csv;
+  EXPECT_NE(csv.find(",0.45,0.45,0.45,21.34,"), std::string::npos) << csv;
+  EXPECT_NE(csv.find(",0.3,0.3,0.6,21.34,"), std::string::npos) << csv;
+  const report::RunMetrics back = report::metrics_from_record(report::metrics_record(fp8));
+  EXPECT_TRUE(back.fp8);
+  EXPECT_EQ(back.mfu_bf16_peak, 0.60);
+  EXPECT_EQ(report::metrics_record(back), report::metrics_record(fp8));
+  // Without an FP8 point nothing changes.
+  EXPECT_EQ(sweep_csv(result()).find("mfu_bf16_peak"), std::string::npos);
+}
+
 TEST(SweepOutputsTest, MetricNamesAreChecked) {
   EXPECT_NO_THROW(check_metric_names({"mfu", "bubble_pp_other_ms", "bubble_boundary_exposed_ms"}, false));
   EXPECT_NO_THROW(check_metric_names({"iteration_s_p99"}, true));
@@ -165,6 +194,12 @@ TEST(SweepOutputsTest, SvgIsWellFormedWithALinePerCombination) {
   EXPECT_NE(svg.find("schedule.kind=&quot;a, &lt;b&gt;&quot;"), std::string::npos);
   EXPECT_EQ(svg.find("<b>"), std::string::npos);
   EXPECT_TRUE(well_formed(sweep_svg(result(true), {"tokens_per_s"})));
+  // Every name check_metric_names accepts has its values: the MoE and FP8
+  // ones too (0 in a dense BF16 sweep), not empty panels.
+  const std::string extra = sweep_svg(result(), {"bubble_ep_exposed_ms", "mfu_bf16_peak"});
+  size_t extra_lines = 0;
+  for (size_t at = extra.find("<polyline"); at != std::string::npos; at = extra.find("<polyline", at + 1)) ++extra_lines;
+  EXPECT_EQ(extra_lines, 4u);
   // Under --zip a field held fixed is not the x axis.
   SweepResult fixed{
       "x", make_grid({"parallel.pp=8", "cluster.num_nodes=1,2"}, true), {}, {metrics(0.4, 1), metrics(0.5, 1)}};
