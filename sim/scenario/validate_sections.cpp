@@ -38,8 +38,10 @@ void validate_model(const Scenario& spec, const Checker& c) {
              "models, POSITION_ROTARY for Llama-style");
     c.enumeration(p + "position_embedding", m.position_embedding());
   });
-  for (const auto& [name, value] : {std::pair<const char*, double>{"hidden_dropout", m.hidden_dropout()},
-                                    std::pair<const char*, double>{"attention_dropout", m.attention_dropout()}}) {
+  for (const auto& dropout : {std::pair<const char*, double>{"hidden_dropout", m.hidden_dropout()},
+                              std::pair<const char*, double>{"attention_dropout", m.attention_dropout()}}) {
+    const char* name = dropout.first;
+    const double value = dropout.second;
     out.check([&] {
       if (!std::isfinite(value) || value < 0 || value >= 1)
         c.fail(p + name, std::string(name) + " must be a probability in [0, 1), got " + Checker::fmt(value),
@@ -189,8 +191,9 @@ void validate_cluster(const Scenario& spec, const Checker& c) {
       {"peak_tf32_tflops", {g.has_peak_tf32_tflops(), g.peak_tf32_tflops()}},
       {"peak_fp32_tflops", {g.has_peak_fp32_tflops(), g.peak_fp32_tflops()}},
   };
-  for (const auto& [name, v] : peaks)
-    if (v.first) out.check([&] { c.rate(std::string("cluster.gpu.") + name, v.second, 1e-3, 1e5, "TFLOP/s"); });
+  for (const auto& peak : peaks)
+    if (peak.second.first)
+      out.check([&] { c.rate(std::string("cluster.gpu.") + peak.first, peak.second.second, 1e-3, 1e5, "TFLOP/s"); });
 
   out.check([&] {
     need("cluster.gpu.hbm_bandwidth_gb_per_s", g.has_hbm_bandwidth_gb_per_s());
@@ -212,7 +215,9 @@ void validate_cluster(const Scenario& spec, const Checker& c) {
   // Map order is unspecified: check keys sorted so the problems come in a stable order.
   std::map<std::string, const Efficiency*> eff;
   for (const auto& [k, v] : g.efficiency()) eff.emplace(k, &v);
-  for (const auto& [k, v] : eff) {
+  for (const auto& entry : eff) {
+    const std::string& k = entry.first;
+    const Efficiency* v = entry.second;
     out.check([&] {
       const std::string p = "cluster.gpu.efficiency[" + k + "]";
       if (!valid_op_class_key(k)) c.fail(p, "\"" + k + "\" is not an op class", "use one of " + op_class_keys());
@@ -275,10 +280,10 @@ void validate_cluster(const Scenario& spec, const Checker& c) {
       {"cluster.memory_overheads.allocator_fragmentation", mo.has_allocator_fragmentation(),
        mo.allocator_fragmentation(), 10},
   };
-  for (const auto& [path, has, value, max] : amounts)
+  for (const auto& amount : amounts)
     out.check([&] {
-      need(path, has);
-      c.real(path, value, max, true);
+      need(std::get<0>(amount), std::get<1>(amount));
+      c.real(std::get<0>(amount), std::get<2>(amount), std::get<3>(amount), true);
     });
 
   out.check([&] { c.enumeration_or_unset("cluster.network.algorithm", net.algorithm()); });
