@@ -155,17 +155,29 @@ Kernel fp8_amax(Phase phase, int64_t elements) {
 
 bool fp8_delayed_amax_reduction(const Fp8Plan& p) { return p.recipe == scenario::FP8_DELAYED && p.linear(); }
 
-int64_t fp8_layer_gemms(const LayerShape& s) {
-  if (!s.fp8.linear()) return 0;
+namespace {
+
+// Calls visit(kernel, batch) for each forward GEMM of `s`'s layer that runs
+// FP8, as its BF16 kernel: one call per TE module (a GEMM split for TP
+// overlap once, by its first piece), `batch` the local experts a grouped GEMM
+// batches (1 otherwise). Nothing when no linear GEMM runs FP8.
+template <class Visit>
+void for_each_fp8_linear_gemm(const LayerShape& s, Visit visit) {
+  if (!s.fp8.linear()) return;
   LayerShape bf16 = s;
   bf16.fp8 = Fp8Plan{};
-  int64_t gemms = 0;
   for (const Step& st : layer_forward(bf16, ir::FORWARD)) {
     const auto* k = std::get_if<Kernel>(&st);
-    // A split GEMM (TP overlap) is one module: count its first piece only.
     if (k == nullptr || k->op_class != ir::GEMM || !fp8_linear_role(k->role) || k->chunk > 0) continue;
-    gemms += k->shape.size() > 3 ? k->shape[3] : 1;  // a grouped GEMM batches the local experts
+    visit(*k, k->shape.size() > 3 ? k->shape[3] : int64_t{1});
   }
+}
+
+}  // namespace
+
+int64_t fp8_layer_gemms(const LayerShape& s) {
+  int64_t gemms = 0;
+  for_each_fp8_linear_gemm(s, [&](const Kernel&, int64_t batch) { gemms += batch; });
   return gemms;
 }
 
@@ -179,16 +191,10 @@ Kernel fp8_amax_update(Phase phase, int64_t values, int64_t history_len) {
 
 Fp8Weights fp8_layer_weights(const LayerShape& s) {
   Fp8Weights w;
-  if (!s.fp8.linear()) return w;
-  LayerShape bf16 = s;
-  bf16.fp8 = Fp8Plan{};
-  for (const Step& st : layer_forward(bf16, ir::FORWARD)) {
-    const auto* k = std::get_if<Kernel>(&st);
-    if (k == nullptr || k->op_class != ir::GEMM || !fp8_linear_role(k->role) || k->chunk > 0) continue;
-    const int64_t batch = k->shape.size() > 3 ? k->shape[3] : 1;
-    const int64_t weights = k->shape[1] * k->shape[2] * batch;  // Y[m, n] = X[m, k]·W[k, n]
-    (k->role == ir::ROLE_EXPERT_FC1 || k->role == ir::ROLE_EXPERT_FC2 ? w.expert : w.dense) += weights;
-  }
+  for_each_fp8_linear_gemm(s, [&](const Kernel& k, int64_t batch) {
+    const int64_t weights = k.shape[1] * k.shape[2] * batch;  // Y[m, n] = X[m, k]·W[k, n]
+    (k.role == ir::ROLE_EXPERT_FC1 || k.role == ir::ROLE_EXPERT_FC2 ? w.expert : w.dense) += weights;
+  });
   return w;
 }
 

@@ -29,12 +29,16 @@ std::string role_or_class(const ir::Compute& c) {
   return r.empty() ? ir::KernelRole_Name(c.role()) : std::string(r);
 }
 
-// The amax group of the class's first rank (delayed scaling), as the cost
-// model sees it; nullopt when the program has none.
-std::optional<cost::GroupShape> amax_group(const ir::Program& program, int32_t rank_class) {
-  int32_t slot = -1;
+// Delayed scaling's amax slot (found by kind); -1 when the program has none.
+int32_t amax_slot(const ir::Program& program) {
   for (int32_t s = 0; s < program.group_slots_size(); ++s)
-    if (program.group_slots(s).kind() == ir::AMAX_REDUCTION) slot = s;
+    if (program.group_slots(s).kind() == ir::AMAX_REDUCTION) return s;
+  return -1;
+}
+
+// The amax group of the class's first rank, as the cost model sees it;
+// nullopt when the slot is -1 or binds no group (one rank: no all-reduce).
+std::optional<cost::GroupShape> amax_group(const ir::Program& program, int32_t slot, int32_t rank_class) {
   if (slot < 0) return std::nullopt;
   for (const auto& r : program.ranks()) {
     if (r.class_id() != rank_class || slot >= r.group_size()) continue;
@@ -44,10 +48,6 @@ std::optional<cost::GroupShape> amax_group(const ir::Program& program, int32_t r
     return cost::shape_of_ranks(program, std::span<const int32_t>(ranks.data(), static_cast<size_t>(ranks.size())));
   }
   return std::nullopt;
-}
-
-bool is_amax_slot(const ir::Program& program, int32_t slot) {
-  return slot >= 0 && slot < program.group_slots_size() && program.group_slots(slot).kind() == ir::AMAX_REDUCTION;
 }
 
 }  // namespace
@@ -62,10 +62,12 @@ TimeNs Fp8RankBreakdown::total(const std::string& what) const {
 Fp8Breakdown fp8_breakdown(const ir::Program& program, const cost::CostModel& cost) {
   Fp8Breakdown out;
   out.recipe = program.info().has_fp8() ? scenario::Fp8Recipe_Name(program.info().fp8().recipe()) : "";
-  // The amax all-reduces are TP collectives of one fp32; timed as a TP group
-  // inside one NVLink domain (where Megatron places TP).
+  // Current scaling's amax all-reduces are TP collectives of one fp32, timed
+  // as a TP group inside one NVLink domain (where Megatron places TP);
+  // delayed scaling's run on the amax slot, timed on the class's amax group.
   const int32_t tp = std::max(1, program.info().tp());
   const cost::GroupShape tp_group{tp, 1, tp};
+  const int32_t slot = amax_slot(program);
   for (int32_t c = 0; c < program.classes_size(); ++c) {
     std::map<std::tuple<int, std::string, std::string>, Fp8BreakdownRow> rows;
     auto add = [&](const std::string& what, const std::string& role, TimeNs t) {
@@ -75,7 +77,7 @@ Fp8Breakdown fp8_breakdown(const ir::Program& program, const cost::CostModel& co
       ++r.ops;
       r.time += t;
     };
-    const auto amax = amax_group(program, c);
+    const auto amax = amax_group(program, slot, c);
     for (const auto& stream : program.classes(c).streams())
       for (const auto& op : stream.ops()) {
         if (op.has_compute()) {
@@ -89,7 +91,7 @@ Fp8Breakdown fp8_breakdown(const ir::Program& program, const cost::CostModel& co
                    op.collective().bytes() == 4) {
           add("amax_all_reduce", std::string(phase_key(op.phase())),
               cost.collective(ir::ALL_REDUCE, op.collective().bytes(), tp_group));
-        } else if (op.has_collective() && amax && is_amax_slot(program, op.collective().group_slot())) {
+        } else if (op.has_collective() && amax && op.collective().group_slot() == slot) {
           // Delayed scaling: the whole rank's amaxes over the amax group.
           add("amax_all_reduce", std::string(phase_key(op.phase())),
               cost.collective(ir::ALL_REDUCE, op.collective().bytes(), *amax));

@@ -241,8 +241,8 @@ std::string summary_json(const Summary& s) {
     // docs/fp8.md#mfu: the same model FLOP/s over each dense peak.
     Json fp8;
     fp8["recipe"] = scenario::Fp8Recipe_Name(info.fp8().recipe());
-    fp8["mfu_bf16_peak"] = s.tflops_per_gpu * 1e12 / info.peak_bf16_flops_per_gpu();
-    fp8["mfu_fp8_peak"] = s.tflops_per_gpu * 1e12 / info.peak_fp8_flops_per_gpu();
+    fp8["mfu_bf16_peak"] = s.mfu_on(info.peak_bf16_flops_per_gpu());
+    fp8["mfu_fp8_peak"] = s.mfu_on(info.peak_fp8_flops_per_gpu());
     fp8["peak_bf16_flops_per_gpu"] = info.peak_bf16_flops_per_gpu();
     fp8["peak_fp8_flops_per_gpu"] = info.peak_fp8_flops_per_gpu();
     fp8["mfu_convention"] = "mfu = model FLOP/s per GPU / dense FP8 peak; mfu_bf16_peak: the same over the dense BF16 peak";

@@ -46,8 +46,8 @@ RunMetrics run_metrics(const Summary& s) {
   m.tflops_per_gpu = s.tflops_per_gpu;
   m.mfu = s.mfu;
   m.hfu = s.hfu;
-  if (m.fp8 && s.info.peak_bf16_flops_per_gpu() > 0) {
-    m.mfu_bf16_peak = s.tflops_per_gpu * 1e12 / s.info.peak_bf16_flops_per_gpu();
+  if (m.fp8) {
+    m.mfu_bf16_peak = s.mfu_on(s.info.peak_bf16_flops_per_gpu());
   } else if (s.info.precision() == scenario::BF16) {
     m.mfu_bf16_peak = s.mfu;
   }

@@ -129,6 +129,11 @@ struct Summary {
   // An MoE program (ProgramInfo.moe set): the reports add the moe_imbalance
   // and ep_exposed bubble categories (docs/moe.md#load-imbalance).
   bool moe() const { return info.has_moe(); }
+  // Model FLOP/s per GPU over `peak_flops_per_gpu` (FP8 programs state MFU on
+  // the dense BF16 and FP8 peaks, docs/fp8.md#mfu); 0 for an unknown peak.
+  double mfu_on(double peak_flops_per_gpu) const {
+    return peak_flops_per_gpu > 0 ? tflops_per_gpu * 1e12 / peak_flops_per_gpu : 0;
+  }
 };
 
 Summary summarize(const ir::Program& program, const BubbleAccounting& accounting, std::string cost_model,

@@ -188,11 +188,10 @@ std::string format_summary(const Summary& s, const RunStats& run) {
   row(out, "MFU", format_percent(s.mfu));
   if (i.has_fp8() && i.peak_bf16_flops_per_gpu() > 0 && i.peak_fp8_flops_per_gpu() > 0) {
     // FP8 programs state MFU on both peaks (docs/fp8.md#mfu).
-    const double achieved = s.tflops_per_gpu * 1e12;
     for (const auto& [label, name, peak] : {std::tuple{"MFU on BF16 peak", "BF16", i.peak_bf16_flops_per_gpu()},
                                             std::tuple{"MFU on FP8 peak", "FP8", i.peak_fp8_flops_per_gpu()}})
       row(out, label,
-          fmt::format("{} (model FLOP/s / {} dense {})", format_percent(achieved / peak), format_flops_rate(peak), name));
+          fmt::format("{} (model FLOP/s / {} dense {})", format_percent(s.mfu_on(peak)), format_flops_rate(peak), name));
   }
   row(out, "HFU", format_percent(s.hfu));
   if (s.monte_carlo) out += format_monte_carlo(*s.monte_carlo);
