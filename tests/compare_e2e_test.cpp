@@ -3,6 +3,8 @@
 // tests/data/. Every placement that applies must simulate.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -210,10 +212,12 @@ TEST(CompareE2E, SameInputsGiveByteIdenticalJsonAndSvg) {
 }
 
 // Folding is exact with the analytic network. Under the flow model a folded
-// run leaves out the unsimulated ranks' own traffic (docs/network.md#folded-runs),
-// so it is never slower than the full run and within 0.5 % of it here (the
+// run leaves out the unsimulated ranks' own traffic (docs/network.md#folded-runs):
+// it sees less contention, within 0.5 % of the full run here either way (the
 // balanced placement's interleaved pipeline and the step's all-reduces share
-// NVLink with other classes' transfers).
+// NVLink with other classes' transfers). Less contention is not a bound: a
+// transfer that finishes earlier can reorder later ones, and the folded
+// balanced placement ends 0.02 % after the full run with the fitted kernels.
 TEST(CompareE2E, FullRunMatchesFold) {
   TempDir dir("cmp-full");
   for (const std::string network : {"analytic", "flow"}) {
@@ -230,8 +234,8 @@ TEST(CompareE2E, FullRunMatchesFold) {
       if (network == "analytic") {
         EXPECT_EQ(f, g) << fold["placements"][i]["placement"];
       } else {
-        EXPECT_LE(f, g) << fold["placements"][i]["placement"];
-        EXPECT_LE(static_cast<double>(g - f), 0.005 * static_cast<double>(g)) << fold["placements"][i]["placement"];
+        EXPECT_LE(static_cast<double>(std::abs(g - f)), 0.005 * static_cast<double>(g))
+            << fold["placements"][i]["placement"];
       }
     }
     EXPECT_EQ(fold["llm_only"]["iteration_time_ns"], full["llm_only"]["iteration_time_ns"]);

@@ -234,14 +234,21 @@ TEST(Presets, ShapeModelIsComplete) {
   }
 }
 
-// GEMM flops efficiency is derived from one measured large GEMM per GPU
-// (presets.cpp): the preset must give that measurement back (to its
-// two-decimal rounding), and a GEMM's efficiency never exceeds the class's.
-TEST(Presets, GemmEfficiencyReproducesItsSourceMeasurement) {
+// GEMM flops efficiency is fitted to measured kernel tables (presets.cpp
+// [FIT]; KernelFit.PresetsAreTheFitOfTheShippedTables checks the values).
+// The best single GEMMs measured are checks: a training-shape fit sits at or
+// below the best case, within the spread of the published measurements; and
+// a GEMM's efficiency never exceeds the class's.
+TEST(Presets, GemmEfficiencyIsWithinTheMeasuredSingleGemmFigures) {
+  // A100: MAMF's best, 271.2 TFLOP/s at 1024×10240×5120 (stas00/ml-engineering).
   const double mamf = predicted_tflops("a100-80gb-sxm", ir::GEMM, {1024, 10240, 5120}, 2.0 * 1024 * 10240 * 5120);
-  EXPECT_NEAR(mamf, 271.2, 0.01 * 271.2);  // stas00/ml-engineering MAMF, A100-SXM
+  EXPECT_LE(mamf, 271.2);
+  EXPECT_GE(mamf, 0.9 * 271.2);
+  // H100 8192³: 661 (Triton's Gluon tutorial, cuBLAS), 681 (our own,
+  // calib/measurements/lacuna-h100-gemm.kernels.csv), ≈798 (models-and-hardware.md §2).
   const double h100 = predicted_tflops("h100-sxm", ir::GEMM, {8192, 8192, 8192}, 2.0 * 8192 * 8192 * 8192);
-  EXPECT_NEAR(h100, 798, 0.01 * 798);  // shared/reference/models-and-hardware.md §2
+  EXPECT_GE(h100, 661);
+  EXPECT_LE(h100, 798);
   for (const auto& name : hardware_preset_names()) {
     const cost::RooflineModel m(hardware_preset(name).gpu(), BF16);
     const double cls = hardware_preset(name).gpu().efficiency().at("GEMM").flops();
@@ -311,7 +318,7 @@ TEST(Resolution, WithoutPresetTheShapeModelIsRequired) {
   const std::string flat = text.substr(0, begin) + "    shape_model { flat: true }\n" + text.substr(end);
   EXPECT_TRUE(parse_scenario(flat, Format::kText, "t.pbtxt").spec.cluster().gpu().shape_model().flat());
   // A missing field in a given model is named.
-  EXPECT_EQ(error_of(replace_once(text, "      gemm_k_overhead: 74\n", ""), Format::kText).where().field,
+  EXPECT_EQ(error_of(replace_once(text, "      gemm_k_overhead: 47\n", ""), Format::kText).where().field,
             "cluster.gpu.shape_model.gemm_k_overhead");
 }
 

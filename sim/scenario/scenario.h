@@ -86,6 +86,18 @@ LoadedScenario parse_scenario(std::string_view text, Format format, const std::s
 const Cluster& hardware_preset(const std::string& name);
 std::vector<std::string> hardware_preset_names();
 
+// A preset's GPU with the kernel model lacuna shipped before its efficiencies
+// were fitted to measured kernels (docs/cost-model.md#fitted-to-measured-
+// kernels): GEMM efficiency from one best-case GEMM, memory-bound classes at
+// assumed fractions of HBM bandwidth. For the "before" column of `lacuna
+// validate` only; throws lacuna::Error for an unknown name.
+GpuSpec best_case_kernel_model(const std::string& preset);
+
+// `gpu` with the kernel model fields of `model` (efficiencies and the shape
+// model's GEMM parameters) written over it: what `best_case_kernel_model`
+// changes, applied to a scenario's own GPU.
+void apply_kernel_model(GpuSpec& gpu, const GpuSpec& model);
+
 // The variability defaults of a hardware preset (docs/variability.md; every
 // figure's source in presets.cpp); empty name: nothing (every source off).
 Variability variability_preset(const std::string& hardware_preset_name);

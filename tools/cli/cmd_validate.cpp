@@ -64,9 +64,15 @@ struct Row {
   double iteration_s = 0;
   int64_t gpus = 0;
   int64_t batch = 0;
-  double error() const {
-    if (predicted < lo) return (predicted - lo) / lo;
-    if (predicted > hi) return (predicted - hi) / hi;
+  // The same row under the kernel model before the fit to measured kernels
+  // (scenario::best_case_kernel_model): the "before" column. Unset for the
+  // collectives, which no kernel model times.
+  std::optional<double> before;
+  double error() const { return error_of(predicted); }
+  double before_error() const { return before ? error_of(*before) : 0; }
+  double error_of(double v) const {
+    if (v < lo) return (v - lo) / lo;
+    if (v > hi) return (v - hi) / hi;
     return 0;
   }
 };
@@ -80,6 +86,21 @@ struct Table {
   double mae() const {
     double s = 0;
     for (const Row& r : rows) s += std::abs(r.error());
+    return rows.empty() ? 0 : s / static_cast<double>(rows.size());
+  }
+  double mae_before() const {
+    double s = 0;
+    for (const Row& r : rows) s += std::abs(r.before_error());
+    return rows.empty() ? 0 : s / static_cast<double>(rows.size());
+  }
+  double bias() const {
+    double s = 0;
+    for (const Row& r : rows) s += r.error();
+    return rows.empty() ? 0 : s / static_cast<double>(rows.size());
+  }
+  double bias_before() const {
+    double s = 0;
+    for (const Row& r : rows) s += r.before_error();
     return rows.empty() ? 0 : s / static_cast<double>(rows.size());
   }
   const Row* worst() const {
@@ -270,6 +291,12 @@ Row run_scenario(const fs::path& file, const std::string& key, NetworkMode mode,
                                  : published_value(loaded, "s iteration", "1.42 s iteration");
   const ir::Program program = placement::compile(loaded);
   const Simulated s = simulate(program, mode, /*fold=*/true);
+  // Before: the same scenario under the preset's kernel model before the fit.
+  scenario::LoadedScenario best_case = loaded;
+  scenario::apply_kernel_model(*best_case.spec.mutable_cluster()->mutable_gpu(),
+                               scenario::best_case_kernel_model(loaded.spec.cluster().preset()));
+  const ir::Program before_program = placement::compile(best_case);
+  const double before_s = simulate(before_program, mode, /*fold=*/true).seconds;
   Row r;
   r.name = file.filename().string();
   r.gpus = program.ranks_size();
@@ -282,6 +309,10 @@ Row run_scenario(const fs::path& file, const std::string& key, NetworkMode mode,
                                             static_cast<double>(program.ranks_size()) / 1e12
                                       : 0)
                      : s.seconds;
+  r.before = ptdp ? (before_s > 0 ? info.hardware_flops_per_iteration() / before_s /
+                                        static_cast<double>(program.ranks_size()) / 1e12
+                                  : 0)
+                   : before_s;
   r.lo = r.hi = published;
   r.published = ptdp ? fmt::format("{:.0f}", published) : fmt::format("{:.2f}", published);
   model = s.model;
@@ -331,18 +362,26 @@ void print_table(const Table& t) {
       fmt::print("| {} | {} | {} | {:.3f} | {:.1f} | {} | {} |\n", r.name, r.detail, r.gpus, r.iteration_s * 1e3,
                  r.predicted, r.published, pct(r.error()));
   } else if (t.key == "ptdp") {
-    fmt::print("| scenario | plan | GPUs | batch | iteration (s) | published TFLOP/s/GPU | predicted | error |\n");
-    fmt::print("|---|---|---|---|---|---|---|---|\n");
+    fmt::print("| scenario | plan | GPUs | batch | iteration (s) | published TFLOP/s/GPU | before | error before | "
+               "predicted | error |\n");
+    fmt::print("|---|---|---|---|---|---|---|---|---|---|\n");
     for (const Row& r : t.rows)
-      fmt::print("| {} | {} | {} | {} | {:.3f} | {} | {:.1f} | {} |\n", r.name, r.detail, r.gpus, r.batch,
-                 r.iteration_s, r.published, r.predicted, pct(r.error()));
+      fmt::print("| {} | {} | {} | {} | {:.3f} | {} | {:.1f} | {} | {:.1f} | {} |\n", r.name, r.detail, r.gpus,
+                 r.batch, r.iteration_s, r.published, r.before.value_or(0), pct(r.before_error()), r.predicted,
+                 pct(r.error()));
   } else {
-    fmt::print("| scenario | plan | GPUs | batch | published iteration (s) | predicted (s) | error |\n");
-    fmt::print("|---|---|---|---|---|---|---|\n");
+    fmt::print("| scenario | plan | GPUs | batch | published iteration (s) | before (s) | error before | predicted (s) "
+               "| error |\n");
+    fmt::print("|---|---|---|---|---|---|---|---|---|\n");
     for (const Row& r : t.rows)
-      fmt::print("| {} | {} | {} | {} | {} | {:.3f} | {} |\n", r.name, r.detail, r.gpus, r.batch, r.published,
-                 r.predicted, pct(r.error()));
+      fmt::print("| {} | {} | {} | {} | {} | {:.3f} | {} | {:.3f} | {} |\n", r.name, r.detail, r.gpus, r.batch,
+                 r.published, r.before.value_or(0), pct(r.before_error()), r.predicted, pct(r.error()));
   }
+  if (t.key != "nccl")
+    fmt::print("\nBefore = the kernel model before its fit to measured kernels (best-case single-kernel rates, "
+               "docs/cost-model.md#fitted-to-measured-kernels); predicted = as shipped.\n"
+               "Mean absolute error before {:.1f} % (bias {}), as shipped {:.1f} % (bias {}).\n",
+               t.mae_before() * 100, pct(t.bias_before()), t.mae() * 100, pct(t.bias()));
   if (const Row* w = t.worst())
     fmt::print("\nMean absolute error {:.1f} %; worst row {} at {}.\n\n", t.mae() * 100, w->name, pct(w->error()));
 }
@@ -360,6 +399,10 @@ nlohmann::json table_json(const Table& t) {
                      {"error", r.error()},
                      {"simulated_time_s", r.iteration_s}};
     if (r.batch > 0) j["global_batch"] = r.batch;
+    if (r.before) {
+      j["predicted_before_fit"] = *r.before;
+      j["error_before_fit"] = r.before_error();
+    }
     rows.push_back(std::move(j));
   }
   const Row* w = t.worst();
@@ -368,6 +411,7 @@ nlohmann::json table_json(const Table& t) {
           {"simulated_with", t.simulated_with},
           {"rows", rows},
           {"mean_absolute_error", t.mae()},
+          {"mean_absolute_error_before_fit", t.mae_before()},
           {"worst_row", w ? w->name : ""},
           {"worst_error", w ? w->error() : 0.0}};
 }

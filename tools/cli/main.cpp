@@ -32,6 +32,8 @@ int run(int argc, char** argv) {
   lacuna::cli::add_ablate_command(app, action);
   lacuna::cli::add_validate_command(app, action);
   lacuna::cli::add_efficiency_command(app, action);
+  lacuna::cli::add_fit_kernels_command(app, action);
+  lacuna::cli::add_kernel_shapes_command(app, action);
   lacuna::cli::add_search_command(app, action);
   lacuna::cli::add_sweep_command(app, action);
   lacuna::cli::add_import_command(app, action);

@@ -1,0 +1,128 @@
+// End-to-end: `lacuna kernel-shapes` (the device campaign's shape list) and
+// `lacuna fit-kernels` (the efficiency fit to measured kernel tables).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <set>
+#include <tuple>
+
+#include "calib/shapes.h"
+#include "sim/kernelfit/measured_table.h"
+#include "sim/kernelfit/program_shapes.h"
+#include "sim/placement/compile.h"
+#include "sim/scenario/scenario.h"
+#include "tests/cli_test_util.h"
+
+namespace lacuna::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+ir::KernelVariant variant_of(kernelfit::Pass p) {
+  return p == kernelfit::Pass::kDgrad   ? ir::VARIANT_BACKWARD_INPUT
+         : p == kernelfit::Pass::kWgrad ? ir::VARIANT_BACKWARD_WEIGHT
+                                        : ir::VARIANT_FORWARD;
+}
+
+// Every shipped GPU scenario: the campaign's shape rows are exactly the
+// distinct kernels the compiler emits (calibrate::extract_shapes, written
+// independently for `lacuna calibrate`), and each row reads back through
+// the table parser.
+// Compiling every shipped scenario takes about 50 s in a Release build (the
+// 1T and 530B validation rows, 6–12 s each); the sanitizer build checks the
+// llm/ and moe/ folders (the property is the same code path; memory safety
+// is what it adds).
+TEST(KernelShapesE2E, RowsAreTheCompiledKernelsOfEveryShippedScenario) {
+  int checked = 0;
+#if defined(LACUNA_SANITIZED)
+  constexpr bool kEvery = false;
+#else
+  constexpr bool kEvery = true;
+#endif
+  std::vector<fs::path> files;
+  for (const auto& e : fs::recursive_directory_iterator(source_path("scenarios")))
+    if (e.path().extension() == ".pbtxt") files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  for (const fs::path& path : files) {
+    if (!kEvery && path.string().find("/llm/") == std::string::npos && path.string().find("/moe/") == std::string::npos)
+      continue;
+    const fs::directory_entry e(path);
+    const scenario::LoadedScenario s = scenario::load_scenario(e.path().string());
+    const std::string preset = s.spec.cluster().preset();
+    if (preset.empty() || s.spec.training().precision() == scenario::FP32) continue;  // CPU references
+    const ir::Program program = placement::compile(s);
+    const kernelfit::ProgramShapes shapes = kernelfit::program_shapes(program, preset, e.path().stem().string());
+    std::set<std::tuple<int, int, std::vector<int64_t>>> from_rows, from_compiler;
+    for (const auto& r : shapes.rows) from_rows.insert({r.op_class, variant_of(r.pass), r.shape});
+    for (const auto& [key, use] : calibrate::extract_shapes(program))
+      from_compiler.insert({key.op_class, key.variant, key.shape});
+    EXPECT_EQ(from_rows, from_compiler) << e.path();
+    const auto back = kernelfit::parse_measured_table(kernelfit::format_measured_table(shapes.rows, {}), "t");
+    EXPECT_EQ(back.size(), shapes.rows.size()) << e.path();
+    ++checked;
+  }
+  EXPECT_GE(checked, kEvery ? 40 : 6);
+}
+
+TEST(KernelShapesE2E, WritesOnePresetsShapesAndNamesWhatItSkips) {
+  TempDir dir("kernel-shapes");
+  const std::string out = dir / "shapes.csv";
+  const auto r = run_lacuna("kernel-shapes --preset h100-sxm " + source_path("scenarios/validation/ptdp-01-1.7b.pbtxt") + " " +
+                            source_path("scenarios/llm/gpt3-175b-3072.pbtxt") + " -o " + out);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto rows = kernelfit::read_measured_table(out);
+  ASSERT_FALSE(rows.empty());
+  for (const auto& k : rows) {
+    EXPECT_EQ(k.gpu, "h100-sxm");
+    EXPECT_FALSE(k.time_us.has_value());
+  }
+  // The A100 scenario is named and left out, not mixed in.
+  EXPECT_NE(r.output.find("ptdp-01-1.7b.pbtxt runs on a100-80gb-sxm, not h100-sxm: skipped"), std::string::npos)
+      << r.output;
+}
+
+TEST(KernelShapesE2E, RefusesToWriteOverItsInput) {
+  TempDir dir("kernel-shapes-input");
+  const fs::path copy = dir / "s.pbtxt";
+  fs::copy_file(source_path("scenarios/llm/gpt3-175b-3072.pbtxt"), copy);
+  const std::string before = read_file(copy);
+  const auto r = run_lacuna("kernel-shapes " + copy.string() + " -o " + copy.string());
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_EQ(read_file(copy), before);
+}
+
+TEST(FitKernelsE2E, FitsATableAndRefusesAnotherGpusRow) {
+  TempDir dir("fit-kernels");
+  const std::string table = dir / "t.csv";
+  std::string text = std::string(kernelfit::kMeasuredTableHeader) + "\n";
+  for (int t : {1024, 2048, 4096, 8192})
+    for (int h : {4096, 8192}) {
+      text += "h100-sxm,GEMM,fwd,bf16," + std::to_string(t) + " " + std::to_string(3 * h) + " " + std::to_string(h) +
+              "," + std::to_string(2.0 * t * 3 * h * h / 700e12 * 1e6) + ",g" + std::to_string(h % 3 + t % 5) + ",\n";
+      text += "h100-sxm,RMSNORM,fwd,bf16," + std::to_string(t) + " " + std::to_string(h) + "," +
+              std::to_string(4.0 * t * h / 1.5e12 * 1e6 + 3) + ",g" + std::to_string(t % 3) + ",\n";
+    }
+  {
+    std::ofstream(table) << text;
+  }
+  const std::string csv = dir / "fit.csv";
+  const auto r = run_lacuna("fit-kernels " + table + " --csv " + csv);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const char* s : {"GEMM flops efficiency", "RMSNORM memory efficiency", "| GEMM fwd bf16 | 8 |", "held out"})
+    EXPECT_NE(r.output.find(s), std::string::npos) << s << "\n" << r.output;
+  EXPECT_EQ(kernelfit::parse_measured_table(text, "t").size(), 16u);
+  EXPECT_NE(read_file(csv).find("measured_us,before_us,fitted_us,held_out_us"), std::string::npos);
+
+  {
+    std::ofstream(table, std::ios::app) << "a100-80gb-sxm,GEMM,fwd,bf16,1024 1024 1024,10,g,\n";
+  }
+  const auto bad = run_lacuna("fit-kernels " + table);
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_NE(bad.output.find(table + ":18:1: gpu: a kernel measured on a100-80gb-sxm in a fit of h100-sxm"),
+            std::string::npos)
+      << bad.output;
+}
+
+}  // namespace
+}  // namespace lacuna::testing
