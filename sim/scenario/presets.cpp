@@ -171,7 +171,8 @@ constexpr const char* kHopperComputeHead = R"pb(
     # the 33 FP8 forward, dgrad and wgrad GEMMs of our own H100 measurement
     # (calib/device/fp8_gemm_bench.py, calib/measurements/lacuna-h100-gemm.
     # kernels.csv: the GPT-3 TP4, Llama-3-70B TP4·CP2 and Mixtral expert
-    # layers and 8192³, split accumulation), with the GEMM shape model: 0.63.
+    # layers and 8192³; fast accumulation for fprop, split for dgrad and wgrad
+    # as Transformer Engine runs them), with the GEMM shape model: 0.63.
     # Before the fit: 0.71 (0.84 × the median FP8/BF16 ratio 0.846). H200 and
     # the Blackwell presets reuse it (named assumption, docs/fp8.md#gemm-efficiency).
     efficiency { key: "GEMM_FP8" value { flops: 0.63 } }
