@@ -8,11 +8,14 @@
 #include <tuple>
 
 #include "calib/shapes.h"
+#include "sim/kernelfit/efficiency_fit.h"
 #include "sim/kernelfit/measured_table.h"
 #include "sim/kernelfit/program_shapes.h"
 #include "sim/placement/compile.h"
 #include "sim/scenario/scenario.h"
 #include "tests/cli_test_util.h"
+
+#include <nlohmann/json.hpp>
 
 namespace lacuna::testing {
 namespace {
@@ -122,6 +125,50 @@ TEST(FitKernelsE2E, FitsATableAndRefusesAnotherGpusRow) {
   EXPECT_NE(bad.output.find(table + ":18:1: gpu: a kernel measured on a100-80gb-sxm in a fit of h100-sxm"),
             std::string::npos)
       << bad.output;
+}
+
+}  // namespace
+}  // namespace lacuna::testing
+
+namespace lacuna::testing {
+namespace {
+
+// The device campaign's flow without a GPU: kernel-shapes lists a scenario's
+// kernels, a stand-in measurement fills every time (the roofline's own time
+// doubled, what kernel_bench.py would write on a GPU), calibrate
+// --from-table makes a profile, and simulate --calibration times every
+// kernel exactly from it: the iteration is slower than the roofline's.
+TEST(CalibrateFromTableE2E, CampaignTableTimesEveryKernelOfItsScenario) {
+  TempDir dir("from-table");
+  const std::string scenario = source_path("scenarios/llm/gpt-1.3b-8gpu.pbtxt");
+  const std::string shapes = dir / "shapes.csv", measured = dir / "measured.csv", profile = dir / "p.pbtxt";
+  ASSERT_EQ(run_lacuna("kernel-shapes " + scenario + " -o " + shapes).exit_code, 0);
+  auto rows = kernelfit::read_measured_table(shapes);
+  const scenario::GpuSpec gpu = scenario::hardware_preset(rows.front().gpu).gpu();
+  for (auto& k : rows) k.time_us = 2 * kernelfit::predict_s(gpu, k) * 1e6;
+  {
+    std::ofstream(measured) << kernelfit::format_measured_table(rows, {"source: a test's stand-in measurement"});
+  }
+  const auto c = run_lacuna("calibrate --from-table " + measured + " -o " + profile);
+  ASSERT_EQ(c.exit_code, 0) << c.output;
+  EXPECT_NE(c.output.find("BF16 points in"), std::string::npos) << c.output;
+
+  const auto calibrated = run_lacuna("simulate " + scenario + " --fold --ideal --no-trace --no-svg --calibration " +
+                                     profile + " --json " + (dir / "c.json"));
+  ASSERT_EQ(calibrated.exit_code, 0) << calibrated.output;
+  const auto plain = run_lacuna("simulate " + scenario + " --fold --ideal --no-trace --no-svg --json " + (dir / "p.json"));
+  ASSERT_EQ(plain.exit_code, 0) << plain.output;
+  const auto cj = nlohmann::json::parse(read_file(dir / "c.json"));
+  const auto pj = nlohmann::json::parse(read_file(dir / "p.json"));
+  EXPECT_EQ(cj["calibration"]["kernels"]["interpolated"].get<int>(), 0) << cj["calibration"].dump();
+  EXPECT_EQ(cj["calibration"]["kernels"]["extrapolated"].get<int>(), 0) << cj["calibration"].dump();
+  EXPECT_GT(cj["calibration"]["kernels"]["exact"].get<int>(), 0);
+  EXPECT_GT(cj["iteration_time_ns"].get<int64_t>(), pj["iteration_time_ns"].get<int64_t>());
+
+  // The table names its own input: -o over it is refused, the table unchanged.
+  const std::string before = read_file(measured);
+  EXPECT_NE(run_lacuna("calibrate --from-table " + measured + " -o " + measured).exit_code, 0);
+  EXPECT_EQ(read_file(measured), before);
 }
 
 }  // namespace

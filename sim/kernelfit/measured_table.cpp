@@ -146,7 +146,17 @@ std::vector<MeasuredKernel> parse_measured_table(const std::string& text, const 
       if (v.empty() || ec != std::errc() || p != v.data() + v.size() || x < 0 || (x == 0 && !zero_ok))
         fail(col[4], kColumnNames[4], fmt::format("\"{}\" is not a positive integer", v),
              "integers separated by single spaces");
+      // Bounded so that any product of a shape's entries fits int64 (the
+      // kernel formulas multiply them): 2^40 each, 2^62 together.
+      if (x > (int64_t{1} << 40))
+        fail(col[4], kColumnNames[4], fmt::format("{} is larger than 2^40", x), "a kernel's dimension, not a byte count");
       k.shape.push_back(x);
+    }
+    {
+      double product = 1;
+      for (int64_t v : k.shape) product *= static_cast<double>(std::max<int64_t>(v, 1));
+      if (product > std::ldexp(1.0, 62))
+        fail(col[4], kColumnNames[4], "the entries' product is larger than 2^62", "a kernel this size does not fit a GPU");
     }
     const auto [lo, hi] = shape_arity(k.op_class);
     const int n = static_cast<int>(k.shape.size());
@@ -177,6 +187,21 @@ std::vector<MeasuredKernel> parse_measured_table(const std::string& text, const 
 
 std::vector<MeasuredKernel> read_measured_table(const std::string& path) {
   return parse_measured_table(read_input_file(path, kTableInput), path);
+}
+
+MeasuredTable read_measured_table_with_comments(const std::string& path) {
+  const std::string text = read_input_file(path, kTableInput);
+  MeasuredTable t;
+  t.rows = parse_measured_table(text, path);
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty() || line[0] != '#') continue;
+    line.erase(0, line.size() > 1 && line[1] == ' ' ? 2 : 1);
+    t.comments.push_back(line);
+  }
+  return t;
 }
 
 std::string format_measured_table(const std::vector<MeasuredKernel>& rows, const std::vector<std::string>& comments) {

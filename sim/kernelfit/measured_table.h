@@ -40,6 +40,13 @@ struct MeasuredKernel {
 // class has no kernel for, a shape of the wrong arity or with a
 // non-positive entry, a time that is not a positive finite number.
 std::vector<MeasuredKernel> read_measured_table(const std::string& path);
+// The rows and the comment lines (without their '#').
+struct MeasuredTable {
+  std::vector<MeasuredKernel> rows;
+  std::vector<std::string> comments;
+};
+MeasuredTable read_measured_table_with_comments(const std::string& path);
+
 // The same from text already read (`name` names it in messages).
 std::vector<MeasuredKernel> parse_measured_table(const std::string& text, const std::string& name);
 

@@ -56,6 +56,8 @@ TEST(MeasuredTable, EveryBadRowNamesItsLineAndField) {
       {"h100-sxm,GEMM,fwd,bf16,1  3 4,5,g,", "shape", 24},
       {"h100-sxm,ATTENTION,fwd,bf16,1 2 3 4 5 2 1,5,g,", "shape", 29},
       {"h100-sxm,ATTENTION,fwd,bf16,1 0 3 4 5 1 1,5,g,", "shape", 29},
+      {"h100-sxm,GEMM,fwd,bf16,1 2 9999999999999,5,g,", "shape", 24},
+      {"h100-sxm,GEMM,fwd,bf16,1099511627776 1099511627776 2,5,g,", "shape", 24},
       {"h100-sxm,GEMM,fwd,bf16,1 2 3,-5,g,", "time_us", 30},
       {"h100-sxm,GEMM,fwd,bf16,1 2 3,nan,g,", "time_us", 30},
       {"h100-sxm,GEMM,fwd,bf16,1 2 3,5us,g,", "time_us", 30},
