@@ -11,6 +11,7 @@
 #include "sim/kernelfit/efficiency_fit.h"
 #include "sim/kernelfit/measured_table.h"
 #include "sim/kernelfit/program_shapes.h"
+#include "sim/model/kernels.h"
 #include "sim/placement/compile.h"
 #include "sim/scenario/scenario.h"
 #include "tests/cli_test_util.h"
@@ -21,12 +22,6 @@ namespace lacuna::testing {
 namespace {
 
 namespace fs = std::filesystem;
-
-ir::KernelVariant variant_of(kernelfit::Pass p) {
-  return p == kernelfit::Pass::kDgrad   ? ir::VARIANT_BACKWARD_INPUT
-         : p == kernelfit::Pass::kWgrad ? ir::VARIANT_BACKWARD_WEIGHT
-                                        : ir::VARIANT_FORWARD;
-}
 
 // Every shipped GPU scenario: the campaign's shape rows are exactly the
 // distinct kernels the compiler emits (calibrate::extract_shapes, written
@@ -57,7 +52,8 @@ TEST(KernelShapesE2E, RowsAreTheCompiledKernelsOfEveryShippedScenario) {
     const ir::Program program = placement::compile(s);
     const kernelfit::ProgramShapes shapes = kernelfit::program_shapes(program, preset, e.path().stem().string());
     std::set<std::tuple<int, int, std::vector<int64_t>>> from_rows, from_compiler;
-    for (const auto& r : shapes.rows) from_rows.insert({r.op_class, variant_of(r.pass), r.shape});
+    for (const auto& r : shapes.rows)
+      from_rows.insert({r.op_class, model::variant_of(kernelfit::phase_of(r.pass)), r.shape});
     for (const auto& [key, use] : calibrate::extract_shapes(program))
       from_compiler.insert({key.op_class, key.variant, key.shape});
     EXPECT_EQ(from_rows, from_compiler) << e.path();

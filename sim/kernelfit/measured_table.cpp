@@ -55,6 +55,28 @@ const char* pass_name(Pass p) {
   return "?";
 }
 
+Pass pass_of(ir::KernelVariant v) {
+  switch (v) {
+    case ir::VARIANT_BACKWARD_INPUT:
+      return Pass::kDgrad;
+    case ir::VARIANT_BACKWARD_WEIGHT:
+      return Pass::kWgrad;
+    default:
+      return Pass::kForward;
+  }
+}
+
+ir::Phase phase_of(Pass p) {
+  switch (p) {
+    case Pass::kDgrad:
+      return ir::BACKWARD_INPUT;
+    case Pass::kWgrad:
+      return ir::BACKWARD_WEIGHT;
+    default:
+      return ir::FORWARD;
+  }
+}
+
 std::pair<int, int> shape_arity(ir::OpClass c) {
   switch (c) {
     case ir::GEMM:

@@ -21,6 +21,11 @@ enum class Pass { kForward, kDgrad, kWgrad };
 
 const char* pass_name(Pass p);  // "fwd", "dgrad", "wgrad"
 
+// The pass of a compiled kernel's variant and the phase a pass's kernel is
+// built in (the compiler's model::variant_of maps the phase back).
+Pass pass_of(ir::KernelVariant v);
+ir::Phase phase_of(Pass p);
+
 struct MeasuredKernel {
   std::string gpu;                 // hardware preset name, e.g. "h100-sxm"
   ir::OpClass op_class = ir::OP_CLASS_UNSPECIFIED;

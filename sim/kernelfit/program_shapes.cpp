@@ -13,17 +13,6 @@ Key key_of(const MeasuredKernel& k) {
   return {static_cast<int>(k.op_class), static_cast<int>(k.pass), static_cast<int>(k.dtype), k.shape};
 }
 
-Pass pass_of(ir::KernelVariant v) {
-  switch (v) {
-    case ir::VARIANT_BACKWARD_INPUT:
-      return Pass::kDgrad;
-    case ir::VARIANT_BACKWARD_WEIGHT:
-      return Pass::kWgrad;
-    default:
-      return Pass::kForward;
-  }
-}
-
 }  // namespace
 
 ProgramShapes program_shapes(const ir::Program& program, const std::string& gpu, const std::string& group) {

@@ -6,17 +6,6 @@
 namespace lacuna::kernelfit {
 namespace {
 
-ir::Phase phase_of(Pass p) {
-  switch (p) {
-    case Pass::kDgrad:
-      return ir::BACKWARD_INPUT;
-    case Pass::kWgrad:
-      return ir::BACKWARD_WEIGHT;
-    default:
-      return ir::FORWARD;
-  }
-}
-
 double d(int64_t v) { return static_cast<double>(v); }
 
 model::Kernel build(const MeasuredKernel& r) {
