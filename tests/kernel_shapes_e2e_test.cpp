@@ -129,6 +129,54 @@ TEST(FitKernelsE2E, FitsATableAndRefusesAnotherGpusRow) {
 namespace lacuna::testing {
 namespace {
 
+// A profile made as the device campaign makes one, with stand-in times: the
+// roofline's own time of each kernel of `scenario`, times `factor`.
+std::string stand_in_profile(const TempDir& dir, const std::string& scenario, double factor, const std::string& name) {
+  const std::string shapes = dir / (name + ".shapes.csv"), measured = dir / (name + ".csv"),
+                    profile = dir / (name + ".pbtxt");
+  EXPECT_EQ(run_lacuna("kernel-shapes " + scenario + " -o " + shapes).exit_code, 0);
+  auto rows = kernelfit::read_measured_table(shapes);
+  const scenario::GpuSpec gpu = scenario::hardware_preset(rows.front().gpu).gpu();
+  for (auto& k : rows) k.time_us = factor * kernelfit::predict_s(gpu, k) * 1e6;
+  {
+    std::ofstream(measured) << kernelfit::format_measured_table(rows, {"source: a test's stand-in measurement"});
+  }
+  const auto c = run_lacuna("calibrate --from-table " + measured + " -o " + profile);
+  EXPECT_EQ(c.exit_code, 0) << c.output;
+  return profile;
+}
+
+// search --calibration simulates its best plans with the profile's kernels
+// (the screen stays the roofline's) and names it among its constraints; a
+// profile of another GPU is refused by name before anything runs.
+TEST(CalibrateFromTableE2E, SearchSimulatesWithTheProfileAndRefusesAnotherGpus) {
+  TempDir dir("search-calib");
+  const std::string scenario = source_path("scenarios/llm/gpt-1.3b-8gpu.pbtxt");
+  const std::string profile = stand_in_profile(dir, scenario, 2.0, "h100");
+  const std::string space = scenario + " --fix parallel.recompute=RECOMPUTE_NONE --fix parallel.cp=1 --simulate 3 --top 3";
+  const auto r = run_lacuna("search " + space + " --calibration " + profile + " --summary-only 2>/dev/null");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto plain = run_lacuna("search " + space + " --summary-only 2>/dev/null");
+  ASSERT_EQ(plain.exit_code, 0) << plain.output;
+  const auto cj = nlohmann::json::parse(r.output), pj = nlohmann::json::parse(plain.output);
+  EXPECT_EQ(cj["constraints"].back(), "--calibration " + profile);
+  // Kernels measured at twice the roofline: the best simulated plan is slower.
+  EXPECT_GT(cj["top"][0]["simulated"]["iteration_s"].get<double>(),
+            1.3 * pj["top"][0]["simulated"]["iteration_s"].get<double>());
+  // The screen is the roofline's closed form either way: the same plans are simulated.
+  auto ids = [](const nlohmann::json& j) {
+    std::set<int64_t> s;
+    for (const auto& t : j["top"]) s.insert(t["id"].get<int64_t>());
+    return s;
+  };
+  EXPECT_EQ(ids(cj), ids(pj));
+
+  const std::string a100 = stand_in_profile(dir, source_path("scenarios/validation/ptdp-01-1.7b.pbtxt"), 1.0, "a100");
+  const auto bad = run_lacuna("search " + space + " --calibration " + a100 + " --summary-only");
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_NE(bad.output.find("the profile was measured on \"NVIDIA A100-SXM4-80GB\""), std::string::npos) << bad.output;
+}
+
 // The device campaign's flow without a GPU: kernel-shapes lists a scenario's
 // kernels, a stand-in measurement fills every time (the roofline's own time
 // doubled, what kernel_bench.py would write on a GPU), calibrate

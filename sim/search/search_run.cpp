@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sim/core/error.h"
+#include "sim/core/input_file.h"
 #include "sim/core/parallel_map.h"
 #include "sim/cost/memory_peak.h"
 #include "sim/parallel/work_split.h"
@@ -73,7 +74,8 @@ std::string first_line(const std::string& text) {
 // Compiles and simulates one plan the way `lacuna simulate --fold` would run
 // its scenario; the record is JSON. A plan the compiler rejects, or a run
 // that fails, gives a record with its problem: it never stops the search.
-std::string simulate_plan(const scenario::LoadedScenario& base, const Plan& plan, run::NetworkMode network) {
+std::string simulate_plan(const scenario::LoadedScenario& base, const Plan& plan, run::NetworkMode network,
+                          const run::CalibrationChoice& calibration) {
   nlohmann::json j;
   try {
     scenario::LoadedScenario loaded = base;
@@ -84,7 +86,7 @@ std::string simulate_plan(const scenario::LoadedScenario& base, const Plan& plan
     // refuse, e.g., context parallelism under an OPTIMUS scenario).
     if (plan.placement == Placement::kNone) scenario::validate_scenario(loaded.spec, loaded.locations);
     const std::unique_ptr<cost::CostModel> cost =
-        run::make_cost_model(run::CalibrationChoice{}, loaded.spec.cluster(), loaded.spec.training().precision());
+        run::make_cost_model(calibration, loaded.spec.cluster(), loaded.spec.training().precision());
     ir::Program program;
     if (plan.placement == Placement::kHeteroColocated || plan.placement == Placement::kHeteroNonColocated) {
       placement::HeteroChoice choice = placement::choose_heterogeneous(
@@ -162,6 +164,8 @@ std::string journal_header(const SearchOptions& o, const scenario::Scenario& bas
   if (o.gpus) key += fmt::format("\n--gpus {}..{}", o.gpus->lo, o.gpus->hi);
   key += fmt::format("\n--max-memory-gb {}\n--network {}", o.max_memory_gb,
                      o.network == run::NetworkMode::kFlow ? "flow" : "analytic");
+  // A profile's measurements, not its path, make the simulations what they are.
+  if (o.calibration.enabled()) key += "\n--calibration " + read_input_file(o.calibration.profile, kProfileInput);
   uint64_t h = 1469598103934665603ull;  // FNV-1a
   for (unsigned char c : key) {
     h ^= c;
@@ -225,6 +229,11 @@ SearchResult run_search(const SearchOptions& o, const parallel::World& world, co
   if (o.gpus) result.constraints.push_back(fmt::format("--gpus {}..{}", o.gpus->lo, o.gpus->hi));
   for (const std::string& f : o.fixes) result.constraints.push_back("--fix " + f);
   if (o.max_memory_gb > 0) result.constraints.push_back(fmt::format("--max-memory-gb {}", o.max_memory_gb));
+  if (o.calibration.enabled()) {
+    // Read, validated and matched to the scenario's GPU before anything runs.
+    (void)run::make_cost_model(o.calibration, base.spec.cluster(), base.spec.training().precision(), o.scenario);
+    result.constraints.push_back("--calibration " + o.calibration.profile);
+  }
   const int64_t hbm = cost::hbm_capacity_bytes(base.spec.cluster()).count();
   result.memory_limit_bytes = o.max_memory_gb > 0 ? static_cast<int64_t>(o.max_memory_gb * 1e9) : hbm;
   const int64_t limit = result.memory_limit_bytes > 0 ? result.memory_limit_bytes : INT64_MAX;
@@ -365,7 +374,7 @@ SearchResult run_search(const SearchOptions& o, const parallel::World& world, co
   const std::vector<std::string> simulated = parallel::map_items(
       world, to_run.size(), result.threads,
       [&](size_t k) {
-        std::string record = simulate_plan(base, plans[to_run[k]], o.network);
+        std::string record = simulate_plan(base, plans[to_run[k]], o.network, o.calibration);
         if (journal) {
           std::lock_guard<std::mutex> hold(journal_lock);
           *journal << to_run[k] << "\t" << record << "\n" << std::flush;

@@ -17,6 +17,7 @@
 
 #include "sim/parallel/processes.h"
 #include "sim/run/network_setup.h"
+#include "sim/run/simulation_input.h"
 #include "sim/scenario/edits.h"
 #include "sim/search/plan.h"
 #include "sim/search/plan_check.h"
@@ -36,6 +37,9 @@ struct SearchOptions {
   int jobs = 0;                       // threads per process (0: one per hardware thread)
   std::string journal;                // where finished simulations are logged for --resume ("" : none)
   bool resume = false;                // reuse the journal's finished simulations
+  // --calibration: the simulated plans' kernels timed from a profile (the
+  // screen stays the roofline's closed form); checked before anything runs.
+  run::CalibrationChoice calibration;
 };
 
 // What the simulation of one candidate gave.
@@ -71,7 +75,7 @@ struct SearchResult {
   int64_t gpu_budget = 0;                    // the most GPUs a plan may use: --gpus HI, else the scenario's
   bool gpu_count_free = false;
   bool moe = false;                          // an MoE scenario: ep and expert_tp columns, the MoE fates
-  std::vector<std::string> constraints;      // as given, for the outputs
+  std::vector<std::string> constraints;      // as given, for the outputs (--calibration included)
   std::vector<Candidate> candidates;         // id order
   std::vector<size_t> ranking;               // simulated candidates, best first (tokens/s, then id)
   std::array<int64_t, kNumFates> fate_counts{};

@@ -21,6 +21,7 @@
 #include "sim/search/search_outputs.h"
 #include "sim/search/search_run.h"
 #include "tools/cli/commands.h"
+#include "tools/cli/calibration_option.h"
 #include "tools/cli/network_option.h"
 #include "tools/cli/output_checks.h"
 
@@ -67,7 +68,8 @@ int run_search_command(SearchCliOptions o) {
     std::filesystem::create_directories(o.out_dir, ec);
     if (ec) throw Error(SourceLocation{o.out_dir, 0, 0, "--out-dir"}, "cannot create the output directory: " + ec.message());
   }
-  check_outputs({{"--csv", o.csv}, {"--json", o.json}, {"--svg", o.svg}}, {{"SCENARIO", o.search.scenario}});
+  check_outputs({{"--csv", o.csv}, {"--json", o.json}, {"--svg", o.svg}},
+                {{"SCENARIO", o.search.scenario}, {"--calibration", o.search.calibration.profile}});
   // Finished simulations are logged beside the CSV, so that an interrupted
   // search can be resumed (--resume); removed once the outputs are written.
   o.search.journal = (o.csv.empty() ? (std::filesystem::path(o.out_dir) / (stem + ".search.csv")).string() : o.csv) +
@@ -139,6 +141,7 @@ void add_search_command(CLI::App& app, Action& action) {
       ->capture_default_str();
   sub->add_option("--top", o->top, "rows of the table and of the JSON's top list")->capture_default_str();
   add_network_option(sub, o->search.network);
+  add_calibration_options(sub, o->search.calibration);
   sub->add_option("-j,--jobs", o->search.jobs, "threads per process (default: one per hardware thread)")
       ->check(CLI::Range(0, 1024));
   sub->add_option("--csv", o->csv, "every candidate with its fate (default DIR/<scenario>.search.csv)")->check(output_file());
