@@ -15,10 +15,7 @@
 #include "sim/scenario/execution.h"
 #include "sim/scenario/moe.h"
 #include "sim/scenario/nvlink_domain.h"
-
-#ifndef LACUNA_VERSION
-#define LACUNA_VERSION "unknown"
-#endif
+#include "sim/core/version.h"
 
 namespace lacuna::compiler {
 namespace {
@@ -212,7 +209,7 @@ void fill_program_info(const scenario::LoadedScenario& scenario, const PipelineP
   const auto& par = spec.parallel();
   info.set_scenario_name(spec.name());
   info.set_scenario_file(scenario.path);
-  info.set_lacuna_version(LACUNA_VERSION);
+  info.set_lacuna_version(lacuna_version());
   info.set_num_ranks(plan.dims.world());
   info.set_tokens_per_iteration(plan.global_batch * spec.model().llm().seq_length());
   info.set_model_flops_per_iteration(

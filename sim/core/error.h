@@ -15,6 +15,14 @@ struct SourceLocation {
   std::string field;  // dotted path, e.g. "parallel.tp"; empty when not a field
 };
 
+// The location of a field alone (no file, line or column): for errors about
+// presets and derived values, which come from no file.
+inline SourceLocation field(const std::string& path) {
+  SourceLocation where;
+  where.field = path;
+  return where;
+}
+
 class Error : public std::runtime_error {
  public:
   // `what` says what is wrong; `fix` (optional) what would fix it.

@@ -29,28 +29,28 @@ std::string size_text(uint64_t bytes) {
   return fmt::format("{} bytes", bytes);
 }
 
-[[noreturn]] void fail(const std::string& path, const std::string& what, std::string_view fix) {
+[[noreturn]] void fail_input(const std::string& path, const std::string& what, std::string_view fix) {
   throw Error(SourceLocation{path, 0, 0, {}}, what, std::string(fix));
 }
 
 [[noreturn]] void fail_errno(const std::string& path, const InputKind& kind, int err) {
   switch (err) {
     case ENOENT:
-      fail(path, fmt::format("{} not found", kind.what), "check the path (relative paths start at the current directory)");
+      fail_input(path, fmt::format("{} not found", kind.what), "check the path (relative paths start at the current directory)");
     case ELOOP:
-      fail(path, "the path is a loop of symbolic links", "point the link at the file itself");
+      fail_input(path, "the path is a loop of symbolic links", "point the link at the file itself");
     case ENOTDIR:
-      fail(path, "a part of the path is not a directory", "check the path");
+      fail_input(path, "a part of the path is not a directory", "check the path");
     case EACCES:
     case EPERM:
-      fail(path, fmt::format("permission denied reading the {}", kind.what), "check the file's permissions");
+      fail_input(path, fmt::format("permission denied reading the {}", kind.what), "check the file's permissions");
     default:
-      fail(path, fmt::format("cannot read the {}: {}", kind.what, std::strerror(err)), kind.fix);
+      fail_input(path, fmt::format("cannot read the {}: {}", kind.what, std::strerror(err)), kind.fix);
   }
 }
 
 void require_regular(const std::string& path, mode_t mode, const InputKind& kind) {
-  if (!S_ISREG(mode)) fail(path, fmt::format("{}: a {} must be a regular file", file_type_name(mode), kind.what), kind.fix);
+  if (!S_ISREG(mode)) fail_input(path, fmt::format("{}: a {} must be a regular file", file_type_name(mode), kind.what), kind.fix);
 }
 
 struct Fd {
@@ -63,13 +63,13 @@ struct Fd {
 }  // namespace
 
 std::string read_input_file(const std::string& path, const InputKind& kind) {
-  if (path.empty()) fail(path, fmt::format("empty path for the {}", kind.what), kind.fix);
+  if (path.empty()) fail_input(path, fmt::format("empty path for the {}", kind.what), kind.fix);
   // stat first: opening a FIFO for reading would block until a writer came.
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) fail_errno(path, kind, errno);
   require_regular(path, st.st_mode, kind);
   const auto too_large = [&](uint64_t bytes) {
-    fail(path,
+    fail_input(path,
          fmt::format("the file is {} bytes, above the {} a {} may have (docs/reliability.md#inputs)", bytes,
                      size_text(kind.max_bytes), kind.what),
          kind.fix);

@@ -11,7 +11,7 @@ namespace {
 // The kernel's own bound on symlinks followed in one lookup (Linux MAXSYMLINKS).
 constexpr int kMaxSymlinks = 40;
 
-[[noreturn]] void fail(const std::string& path, std::string_view option, const std::string& what,
+[[noreturn]] void fail_output(const std::string& path, std::string_view option, const std::string& what,
                        const std::string& fix = {}) {
   throw Error(SourceLocation{path, 0, 0, std::string(option)}, what, fix);
 }
@@ -37,7 +37,7 @@ bool same_file(const fs::path& a, const fs::path& b) {
 
 OutputTarget resolve_output(const std::string& path, std::string_view option) {
   if (path.empty())
-    fail(path, option, "the output path is empty", "give a file name, or leave the option out");
+    fail_output(path, option, "the output path is empty", "give a file name, or leave the option out");
   OutputTarget out;
   std::error_code ec;
   // The kernel follows the links first: /dev/stdout is a link to a "pipe:[N]"
@@ -45,12 +45,12 @@ OutputTarget resolve_output(const std::string& path, std::string_view option) {
   const fs::file_status st = fs::status(path, ec);
   if (ec && ec != std::errc::no_such_file_or_directory) {
     if (ec == std::errc::too_many_symbolic_link_levels)
-      fail(path, option, "the output path is a symlink loop", "point the link at a file, or give another path");
-    fail(path, option, "cannot inspect the output path: " + ec.message());
+      fail_output(path, option, "the output path is a symlink loop", "point the link at a file, or give another path");
+    fail_output(path, option, "cannot inspect the output path: " + ec.message());
   }
   if (fs::is_directory(st)) {
     const bool link = fs::is_symlink(fs::symlink_status(path, ec));
-    fail(path, option, link ? "points at a directory, not a file" : "is a directory, not a file",
+    fail_output(path, option, link ? "points at a directory, not a file" : "is a directory, not a file",
          "give a file name inside it, e.g. " + (fs::path(path) / "out.json").string());
   }
   if (fs::exists(st)) {
@@ -58,7 +58,7 @@ OutputTarget resolve_output(const std::string& path, std::string_view option) {
     // given; a regular file is replaced where it really is.
     out.write_through = !fs::is_regular_file(st);
     out.resolved = out.write_through ? fs::path(path) : fs::canonical(path, ec);
-    if (ec) fail(path, option, "cannot resolve the output path: " + ec.message());
+    if (ec) fail_output(path, option, "cannot resolve the output path: " + ec.message());
     return out;
   }
   // A new file, possibly through a dangling symlink: created where it points.
@@ -66,16 +66,16 @@ OutputTarget resolve_output(const std::string& path, std::string_view option) {
   for (int hops = 0;; ++hops) {
     if (!fs::is_symlink(fs::symlink_status(p, ec))) break;
     if (hops == kMaxSymlinks)
-      fail(path, option, "the output path is a symlink loop (more than 40 links followed)",
+      fail_output(path, option, "the output path is a symlink loop (more than 40 links followed)",
            "point the link at a file, or give another path");
     const fs::path target = fs::read_symlink(p, ec);
-    if (ec) fail(path, option, "cannot read the symlink: " + ec.message());
+    if (ec) fail_output(path, option, "cannot read the symlink: " + ec.message());
     p = target.is_absolute() ? target : p.parent_path() / target;
   }
   out.resolved = p;
   const fs::path parent = p.parent_path().empty() ? fs::path(".") : p.parent_path();
   if (!fs::is_directory(parent, ec))
-    fail(path, option, "the directory " + parent.string() + " does not exist", "create it first");
+    fail_output(path, option, "the directory " + parent.string() + " does not exist", "create it first");
   return out;
 }
 
@@ -86,13 +86,13 @@ void check_outputs(const std::vector<NamedPath>& outputs, const std::vector<Name
     OutputTarget t = resolve_output(o.path, o.option);
     for (const NamedPath& in : inputs)
       if (!in.path.empty() && same_file(t.resolved, in.path))
-        fail(o.path, o.option,
+        fail_output(o.path, o.option,
              "is the same file as the input " + in.path + " (" + in.option + "); writing it would destroy the input",
              "write the output somewhere else");
     // Two outputs may share a device (both streamed to /dev/null) but not a file.
     for (const auto& [other, ot] : seen)
       if (!t.write_through && same_file(t.resolved, ot.resolved))
-        fail(o.path, o.option, "is the same file as " + other->option + " " + other->path + "; one would overwrite the other",
+        fail_output(o.path, o.option, "is the same file as " + other->option + " " + other->path + "; one would overwrite the other",
              "give each output its own path");
     seen.emplace_back(&o, std::move(t));
   }

@@ -16,11 +16,6 @@ using nccl::Protocol;
 
 constexpr std::array<Protocol, 3> kProtocols = {Protocol::kLL, Protocol::kLL128, Protocol::kSimple};
 
-SourceLocation field(const std::string& path) {
-  SourceLocation where;
-  where.field = path;
-  return where;
-}
 
 // A positive, finite value of an optional LinkSpec field, or an Error naming it.
 double require_positive(bool present, double value, const std::string& path, const std::string& fix) {

@@ -9,8 +9,7 @@
 #include <string_view>
 
 #include "sim/core/units.h"
-#include "sim/proto/program.pb.h"
-#include "sim/proto/scenario.pb.h"
+#include "sim/proto/forward.h"
 
 namespace lacuna::cost {
 

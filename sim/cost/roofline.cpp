@@ -12,11 +12,6 @@ namespace {
 constexpr const char* kDefaultKey = "DEFAULT";
 constexpr const char* kFp8GemmKey = "GEMM_FP8";
 
-SourceLocation field(const std::string& path) {
-  SourceLocation where;
-  where.field = path;
-  return where;
-}
 
 void check_fraction(bool present, double v, const std::string& path) {
   if (present && !(v > 0.0 && v <= 1.0)) {

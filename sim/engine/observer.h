@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "sim/core/units.h"
-#include "sim/proto/program.pb.h"
+#include "sim/proto/forward.h"
 
 namespace lacuna::engine {
 

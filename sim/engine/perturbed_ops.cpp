@@ -11,7 +11,7 @@
 namespace lacuna::engine {
 namespace {
 
-constexpr int64_t kMaxTimeNs = std::numeric_limits<int64_t>::max();
+constexpr int64_t kLatestTimeNs = std::numeric_limits<int64_t>::max();
 
 }  // namespace
 
@@ -83,7 +83,7 @@ void Simulator::Impl::delay_on_host(uint32_t sid, TimeNs& host) const {
   if (d.pause_ns < 0 || d.skew_ns < 0) {
     throw Error(where(sid) + ": negative host delay from the perturbation");
   }
-  if (d.pause_ns > kMaxTimeNs - host.count() || d.skew_ns > kMaxTimeNs - now.count()) {
+  if (d.pause_ns > kLatestTimeNs - host.count() || d.skew_ns > kLatestTimeNs - now.count()) {
     throw Error("simulated time exceeds the int64 nanosecond range (" + where(sid) + ": host delay)");
   }
   host += TimeNs(d.pause_ns);

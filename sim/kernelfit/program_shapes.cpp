@@ -7,9 +7,9 @@
 namespace lacuna::kernelfit {
 namespace {
 
-using Key = std::tuple<int, int, int, std::vector<int64_t>>;
+using ShapeKey = std::tuple<int, int, int, std::vector<int64_t>>;
 
-Key key_of(const MeasuredKernel& k) {
+ShapeKey shape_key_of(const MeasuredKernel& k) {
   return {static_cast<int>(k.op_class), static_cast<int>(k.pass), static_cast<int>(k.dtype), k.shape};
 }
 
@@ -19,7 +19,7 @@ ProgramShapes program_shapes(const ir::Program& program, const std::string& gpu,
   ProgramShapes out;
   scenario::Precision base = program.info().precision();
   if (base == scenario::FP8 || base == scenario::PRECISION_UNSPECIFIED) base = scenario::BF16;  // FP8: BF16 training
-  std::map<Key, MeasuredKernel> rows;
+  std::map<ShapeKey, MeasuredKernel> rows;
   for (const ir::RankClass& c : program.classes()) {
     for (const ir::Stream& s : c.streams()) {
       for (const ir::Op& op : s.ops()) {
@@ -38,7 +38,7 @@ ProgramShapes program_shapes(const ir::Program& program, const std::string& gpu,
         m.shape.assign(k.shape().begin(), k.shape().end());
         m.group = group;
         m.label = ir::KernelRole_Name(k.role());
-        rows.try_emplace(key_of(m), std::move(m));
+        rows.try_emplace(shape_key_of(m), std::move(m));
       }
     }
   }
@@ -47,9 +47,9 @@ ProgramShapes program_shapes(const ir::Program& program, const std::string& gpu,
 }
 
 void merge_program_shapes(std::vector<MeasuredKernel>& into, const std::vector<MeasuredKernel>& more) {
-  std::map<Key, MeasuredKernel> rows;
-  for (MeasuredKernel& k : into) rows.try_emplace(key_of(k), std::move(k));
-  for (const MeasuredKernel& k : more) rows.try_emplace(key_of(k), k);
+  std::map<ShapeKey, MeasuredKernel> rows;
+  for (MeasuredKernel& k : into) rows.try_emplace(shape_key_of(k), std::move(k));
+  for (const MeasuredKernel& k : more) rows.try_emplace(shape_key_of(k), k);
   into.clear();
   for (auto& [key, row] : rows) into.push_back(std::move(row));
 }

@@ -7,6 +7,7 @@
 #include "sim/calibration/fit.h"
 #include "sim/core/error.h"
 #include "sim/kernelfit/table_kernel.h"
+#include "sim/core/version.h"
 
 namespace lacuna::kernelfit {
 
@@ -15,7 +16,7 @@ calib::CalibrationProfile profile_from_table(const std::vector<MeasuredKernel>& 
                                              int* left_out) {
   calib::CalibrationProfile p;
   p.set_format_version(1);
-  p.set_lacuna_version(LACUNA_VERSION);
+  p.set_lacuna_version(lacuna_version());
   calib::DeviceInfo* d = p.mutable_device();
   d->set_kind(calib::DeviceInfo::GPU);
   d->set_name(gpu.name());

@@ -1,11 +1,12 @@
 #include "sim/model/accounting.h"
 
+#include "sim/model/model_internal.h"
 #include "sim/model/moe.h"
 
 namespace lacuna::model {
 namespace {
 
-int64_t norm_parameters(const LayerShape& s) { return (s.norm == scenario::RMSNORM ? 1 : 2) * s.hidden; }
+using internal::norm_parameters;
 
 // Keys each query is counted against in model FLOPs: the whole sequence (the
 // Megatron / SAR convention counts the full s × s square, causal or not), or

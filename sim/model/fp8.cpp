@@ -1,5 +1,6 @@
 #include "sim/model/fp8.h"
 
+#include "sim/model/model_internal.h"
 #include <algorithm>
 #include <optional>
 #include <utility>
@@ -9,7 +10,7 @@ namespace {
 
 using ir::Phase;
 
-double d(int64_t v) { return static_cast<double>(v); }
+using internal::d;
 
 bool forward(Phase p) { return p == ir::FORWARD || p == ir::RECOMPUTE; }
 

@@ -4,6 +4,7 @@
 
 #include "sim/model/fp8.h"
 #include "sim/model/mlp.h"
+#include "sim/model/model_internal.h"
 #include "sim/model/moe.h"
 
 namespace lacuna::model {
@@ -11,7 +12,7 @@ namespace {
 
 using ir::Phase;
 
-double d(int64_t v) { return static_cast<double>(v); }
+using internal::d;
 
 ir::OpClass norm_class(const LayerShape& s) { return s.norm == scenario::RMSNORM ? ir::RMSNORM : ir::LAYERNORM; }
 

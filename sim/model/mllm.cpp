@@ -3,13 +3,14 @@
 #include <cmath>
 
 #include "sim/model/accounting.h"
+#include "sim/model/model_internal.h"
 
 namespace lacuna::model {
 namespace {
 
 using ir::Phase;
 
-double d(int64_t v) { return static_cast<double>(v); }
+using internal::d;
 
 const scenario::Encoder& encoder(const scenario::Scenario& spec, int e) { return spec.model().encoders(e); }
 
@@ -22,7 +23,7 @@ int64_t projector_layers(const scenario::Encoder& enc) {
   return enc.projector().num_layers() > 0 ? enc.projector().num_layers() : 2;
 }
 
-int64_t norm_parameters(const LayerShape& s) { return (s.norm == scenario::RMSNORM ? 1 : 2) * s.hidden; }
+using internal::norm_parameters;
 
 // The projector's own parameter count for its widths: column-parallel
 // Linear(in → h) with bias split over TP; for two layers a row-parallel
@@ -49,7 +50,7 @@ double patch_flops_per_sample(const scenario::Scenario& spec, int e) {
 }
 
 // A TP collective of `bytes` at `phase` (nothing when tp = 1).
-void add_tp(std::vector<Step>& st, int64_t tp, ir::CollectiveKind kind, int64_t bytes, Phase phase,
+void add_mllm_tp(std::vector<Step>& st, int64_t tp, ir::CollectiveKind kind, int64_t bytes, Phase phase,
             ir::KernelRole consumer = ir::ROLE_UNSPECIFIED) {
   if (tp <= 1) return;
   CommPoint c;
@@ -187,20 +188,20 @@ std::vector<Step> projector_forward(const ProjectorShape& p) {
   // The merge (pixel shuffle) is a reshape of the encoder output. With SP the
   // encoder output is sequence-sharded over TP: the column-parallel FC1 needs
   // every token (Megatron's f operator, an all-gather under SP).
-  if (p.sequence_parallel) add_tp(st, p.tp, ir::ALL_GATHER, in_bytes, ir::FORWARD, ir::ROLE_FC1);
+  if (p.sequence_parallel) add_mllm_tp(st, p.tp, ir::ALL_GATHER, in_bytes, ir::FORWARD, ir::ROLE_FC1);
   st.emplace_back(gemm(ir::ROLE_FC1, ir::FORWARD, p.tokens, h_tp, p.in_width));
   if (p.num_layers == 1) {
     // A single column-parallel linear leaves each rank with h/tp columns of
     // every token; the LLM needs all columns, so the output is gathered over
     // the hidden dimension (ColumnParallelLinear with gather_output). Under SP
     // the rank then keeps its sequence share of it, a slice.
-    add_tp(st, p.tp, ir::ALL_GATHER, out_bytes, ir::FORWARD);
+    add_mllm_tp(st, p.tp, ir::ALL_GATHER, out_bytes, ir::FORWARD);
     return st;
   }
   st.emplace_back(memory_bound(ir::GELU, ir::ROLE_ACT, ir::FORWARD, {p.tokens * h_tp}, d(p.tokens * h_tp), 2));
   st.emplace_back(gemm(ir::ROLE_FC2, ir::FORWARD, p.tokens, p.hidden, h_tp));
   // Row-parallel FC2 leaves partial sums: Megatron's g operator.
-  add_tp(st, p.tp, p.sequence_parallel ? ir::REDUCE_SCATTER : ir::ALL_REDUCE, out_bytes, ir::FORWARD);
+  add_mllm_tp(st, p.tp, p.sequence_parallel ? ir::REDUCE_SCATTER : ir::ALL_REDUCE, out_bytes, ir::FORWARD);
   return st;
 }
 
@@ -218,7 +219,7 @@ std::vector<Step> projector_backward(const ProjectorShape& p) {
   auto fc1_dgrad = [&] {
     if (!p.input_grad) return;
     st.emplace_back(gemm(ir::ROLE_FC1, kB, p.tokens, p.in_width, h_tp));
-    add_tp(st, p.tp, p.sequence_parallel ? ir::REDUCE_SCATTER : ir::ALL_REDUCE, in_bytes, kB);
+    add_mllm_tp(st, p.tp, p.sequence_parallel ? ir::REDUCE_SCATTER : ir::ALL_REDUCE, in_bytes, kB);
   };
   if (p.num_layers == 1) {
     // The output all-gather's backward is a slice of dY (every rank holds the
@@ -229,7 +230,7 @@ std::vector<Step> projector_backward(const ProjectorShape& p) {
   }
   // g operator backward: identity without SP, an all-gather of the
   // sequence-sharded dY with SP.
-  if (p.sequence_parallel) add_tp(st, p.tp, ir::ALL_GATHER, out_bytes, kB, ir::ROLE_FC2);
+  if (p.sequence_parallel) add_mllm_tp(st, p.tp, ir::ALL_GATHER, out_bytes, kB, ir::ROLE_FC2);
   st.emplace_back(gemm(ir::ROLE_FC2, kB, p.tokens, h_tp, p.hidden));
   st.emplace_back(gemm(ir::ROLE_FC2, kW, h_tp, p.hidden, p.tokens));
   st.emplace_back(memory_bound(ir::GELU, ir::ROLE_ACT, kB, {p.tokens * h_tp}, d(p.tokens * h_tp), 3));

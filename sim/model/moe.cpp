@@ -1,5 +1,6 @@
 // The MoE MLP's kernels and collectives; every formula is derived in
 // docs/moe.md, Megatron-Core's behaviour cited there and beside each step.
+#include "sim/model/model_internal.h"
 #include "sim/model/moe.h"
 
 #include <algorithm>
@@ -12,7 +13,7 @@ namespace {
 
 using ir::Phase;
 
-double d(int64_t v) { return static_cast<double>(v); }
+using internal::d;
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 

@@ -12,7 +12,6 @@ namespace {
 using cost::nccl::Algorithm;
 using cost::nccl::Protocol;
 
-SourceLocation field(const std::string& path) { return SourceLocation{{}, 0, 0, path}; }
 
 const char* algorithm_name(Algorithm a) {
   switch (a) {

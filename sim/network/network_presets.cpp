@@ -101,7 +101,6 @@ scenario::NetworkSpec make_preset(const std::string& name) {
   return spec;
 }
 
-SourceLocation field(const std::string& path) { return SourceLocation{{}, 0, 0, path}; }
 
 std::string tier_path(int i, const char* leaf) {
   return "cluster.network.tiers[" + std::to_string(i) + "]." + leaf;

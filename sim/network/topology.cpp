@@ -9,7 +9,6 @@
 namespace lacuna::network {
 namespace {
 
-SourceLocation field(const std::string& path) { return SourceLocation{{}, 0, 0, path}; }
 
 int32_t require_count(bool present, int64_t value, const char* path) {
   if (!present) throw Error(field(path), "not set");

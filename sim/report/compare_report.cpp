@@ -12,10 +12,7 @@
 #include "sim/report/json_util.h"
 #include "sim/report/names.h"
 #include "sim/report/optimus_text.h"
-
-#ifndef LACUNA_VERSION
-#define LACUNA_VERSION "unknown"
-#endif
+#include "sim/core/version.h"
 
 namespace lacuna::report {
 
@@ -310,7 +307,7 @@ std::string comparison_json(const Comparison& c) {
   using json_util::Json;
   using json_util::secs;
   Json top;
-  top["lacuna_version"] = LACUNA_VERSION;
+  top["lacuna_version"] = lacuna_version();
   top["scenario"] = c.scenario_name;
   top["scenario_file"] = c.scenario_file;
   top["cost_model"] = c.cost_model;

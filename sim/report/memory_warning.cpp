@@ -14,7 +14,7 @@ namespace {
 constexpr size_t kWidth = 88;  // text columns inside the box
 
 // `text` in lines of at most kWidth columns (continuations indented by 2).
-std::vector<std::string> wrap(const std::string& text) {
+std::vector<std::string> wrap_warning(const std::string& text) {
   std::vector<std::string> lines;
   std::string line;
   size_t start = 0;
@@ -77,7 +77,7 @@ std::string memory_warning(const Summary& s) {
   const std::string bar(kWidth + 6, '!');
   std::string out = "  " + bar + "\n";
   for (const std::string& p : paragraphs)
-    for (const std::string& line : wrap(p)) out += "  !! " + pad_right(line, kWidth) + " !!\n";
+    for (const std::string& line : wrap_warning(p)) out += "  !! " + pad_right(line, kWidth) + " !!\n";
   out += "  " + bar + "\n";
   return out;
 }

@@ -6,10 +6,13 @@
 #include <fmt/format.h>
 
 #include "sim/report/format.h"
+#include "sim/report/json_util.h"
 
 namespace lacuna::report {
 
 namespace {
+
+using json_util::secs;
 
 using Json = nlohmann::ordered_json;
 
@@ -28,7 +31,6 @@ std::string group_size_text(const CommRow& r) {
                                               : fmt::format("{}–{}", r.min_group_size, r.max_group_size);
 }
 
-double secs(TimeNs t) { return static_cast<double>(t.count()) / 1e9; }
 
 }  // namespace
 

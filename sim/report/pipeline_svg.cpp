@@ -19,9 +19,9 @@ using svg::kLeft;
 using svg::kPlotWidth;
 using svg::kRight;
 using svg::kTop;
-constexpr double kComputeH = 26;
+constexpr double kPipelineComputeH = 26;
 constexpr double kLaneH = 7;
-constexpr double kLaneGap = 2;
+constexpr double kPipelineLaneGap = 2;
 constexpr double kRowGap = 16;
 constexpr double kMinLabelWidth = 16;
 
@@ -111,7 +111,7 @@ std::string render_timeline_svg(const TimelineDocument& doc) {
   }
   int lanes = 0;
   for (bool u : lane_used) lanes += u;
-  const double row_h = kComputeH + lanes * (kLaneH + kLaneGap);
+  const double row_h = kPipelineComputeH + lanes * (kLaneH + kPipelineLaneGap);
   const double rows_h = static_cast<double>(rows.size()) * (row_h + kRowGap);
   const double axis_y = kTop + rows_h;
   const double legend_y = axis_y + 44;
@@ -139,23 +139,23 @@ std::string render_timeline_svg(const TimelineDocument& doc) {
                    r.id.empty() ? fmt::format("rank{}", r.rank) : svg::xml_escape(r.id));
     if (r.sublabel.empty()) {
       fmt::format_to(out, "<text x=\"{:.0f}\" y=\"{:.2f}\" text-anchor=\"end\">{}</text>\n", kLeft - 8,
-                     y + kComputeH / 2 + 4, svg::xml_escape(r.label));
+                     y + kPipelineComputeH / 2 + 4, svg::xml_escape(r.label));
     } else {
       fmt::format_to(out,
                      "<text x=\"{0:.0f}\" y=\"{1:.2f}\" text-anchor=\"end\" font-weight=\"bold\">{2}</text>"
                      "<text x=\"{0:.0f}\" y=\"{3:.2f}\" text-anchor=\"end\" font-size=\"9\" fill=\"#666\">{4}</text>\n",
-                     kLeft - 8, y + kComputeH / 2 - 1, svg::xml_escape(r.label), y + kComputeH / 2 + 10,
+                     kLeft - 8, y + kPipelineComputeH / 2 - 1, svg::xml_escape(r.label), y + kPipelineComputeH / 2 + 10,
                      svg::xml_escape(r.sublabel));
     }
     if (!r.note.empty() && r.compute.empty()) {
       fmt::format_to(out, "<text x=\"{:.2f}\" y=\"{:.2f}\" font-style=\"italic\" fill=\"#666\">{}</text>\n</g>\n",
-                     x(0) + 8, y + kComputeH / 2 + 4, svg::xml_escape(r.note));
+                     x(0) + 8, y + kPipelineComputeH / 2 + 4, svg::xml_escape(r.note));
       continue;
     }
     const double row_width =
         r.end_ns >= doc.end_ns ? kPlotWidth : static_cast<double>(std::max<int64_t>(r.end_ns, 0)) * scale;
     fmt::format_to(out, "<rect x=\"{:.2f}\" y=\"{:.2f}\" width=\"{:.2f}\" height=\"{:.0f}\" fill=\"url(#idle)\"/>\n",
-                   x(0), y, row_width, kComputeH);
+                   x(0), y, row_width, kPipelineComputeH);
     if (!r.host.empty()) {
       // Host overhead over the idle hatch, in the stream's order (spans never
       // overlap); neighbours closer than a pixel merge.
@@ -165,7 +165,7 @@ std::string render_timeline_svg(const TimelineDocument& doc) {
         size_t b = a + 1;
         while (b < r.host.size() && r.host[b].start - end < merge_gap) end = std::max(end, r.host[b++].end);
         fmt::format_to(out, "<rect x=\"{:.2f}\" y=\"{:.2f}\" width=\"{:.2f}\" height=\"{:.0f}\"/>", x(r.host[a].start),
-                       y, std::max(static_cast<double>(end - r.host[a].start) * scale, 0.5), kComputeH);
+                       y, std::max(static_cast<double>(end - r.host[a].start) * scale, 0.5), kPipelineComputeH);
         a = b;
       }
       fmt::format_to(out, "</g>\n");
@@ -184,16 +184,16 @@ std::string render_timeline_svg(const TimelineDocument& doc) {
       const int phase = static_cast<int>(std::max_element(by_phase.begin(), by_phase.end()) - by_phase.begin());
       const double w = static_cast<double>(end - first.start) * scale;
       fmt::format_to(out, "<rect x=\"{:.2f}\" y=\"{:.2f}\" width=\"{:.2f}\" height=\"{:.0f}\" fill=\"{}\"/>\n",
-                     x(first.start), y, w, kComputeH, compute_color(phase, first.module));
+                     x(first.start), y, w, kPipelineComputeH, compute_color(phase, first.module));
       const bool per_mb = phase >= ir::FORWARD && phase <= ir::RECOMPUTE;
       if (per_mb && w >= kMinLabelWidth) {
         fmt::format_to(out,
                        "<text x=\"{:.2f}\" y=\"{:.2f}\" text-anchor=\"middle\" font-size=\"9\" fill=\"white\">{}</text>\n",
-                       x(first.start) + w / 2, y + kComputeH / 2 + 3, first.microbatch);
+                       x(first.start) + w / 2, y + kPipelineComputeH / 2 + 3, first.microbatch);
       }
       a = b;
     }
-    double lane_y = y + kComputeH + kLaneGap;
+    double lane_y = y + kPipelineComputeH + kPipelineLaneGap;
     for (int l = 0; l < kTimelineLanes; ++l) {
       if (!lane_used[static_cast<size_t>(l)]) continue;
       const LaneStyle& style = kLaneStyles[static_cast<size_t>(l)];
@@ -215,7 +215,7 @@ std::string render_timeline_svg(const TimelineDocument& doc) {
         a = b;
       }
       fmt::format_to(out, "</g>\n");
-      lane_y += kLaneH + kLaneGap;
+      lane_y += kLaneH + kPipelineLaneGap;
     }
     if (doc.mark_row_ends) {
       // A dark tick at the row's own iteration end, labelled; the label goes
@@ -225,7 +225,7 @@ std::string render_timeline_svg(const TimelineDocument& doc) {
       fmt::format_to(out,
                      "<line class=\"row-end\" x1=\"{0:.2f}\" y1=\"{1:.2f}\" x2=\"{0:.2f}\" y2=\"{2:.2f}\" stroke=\"#222\" "
                      "stroke-width=\"2\"/><text x=\"{3:.2f}\" y=\"{4:.2f}\"{5} font-size=\"9\" fill=\"#222\">{6}</text>\n",
-                     xe, y - 3, lane_y - kLaneGap + 1, left ? xe - 3 : xe + 3, y - 4,
+                     xe, y - 3, lane_y - kPipelineLaneGap + 1, left ? xe - 3 : xe + 3, y - 4,
                      left ? " text-anchor=\"end\"" : "", svg::xml_escape(format_duration(TimeNs(r.end_ns))));
     }
     fmt::format_to(out, "</g>\n");

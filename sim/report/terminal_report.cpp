@@ -15,10 +15,10 @@ namespace lacuna::report {
 
 namespace {
 
-constexpr int kLabel = 24;
+constexpr int kTerminalLabel = 24;
 
 void row(std::string& out, std::string_view label, const std::string& value) {
-  out += fmt::format("  {:<{}} {}\n", label, kLabel, value);
+  out += fmt::format("  {:<{}} {}\n", label, kTerminalLabel, value);
 }
 
 std::string plan_text(const ir::ProgramInfo& i) {
@@ -27,7 +27,7 @@ std::string plan_text(const ir::ProgramInfo& i) {
   return s;
 }
 
-double frac(int64_t ns, TimeNs total) {
+double frac_of_total(int64_t ns, TimeNs total) {
   return total.count() > 0 ? static_cast<double>(ns) / static_cast<double>(total.count()) : 0.0;
 }
 
@@ -62,13 +62,13 @@ std::string rank_range(int32_t first, int32_t count) {
 void multimodal_block(std::string& out, const Summary& s) {
   const ir::ProgramInfo& i = s.info;
   row(out, "placement", std::string(placement_name(i.placement())));
-  out += fmt::format("  {} {} {} {:>16} {:>20}\n", pad_right("modules", kLabel), pad_right("layout", 34),
+  out += fmt::format("  {} {} {} {:>16} {:>20}\n", pad_right("modules", kTerminalLabel), pad_right("layout", 34),
                      pad_right("ranks", 16), "parameters", "model FLOP / iter");
   for (int m = 0; m < i.modules_size(); ++m) {
     const ir::ModuleInfo& mod = i.modules(m);
     std::string label = fmt::format("{} ({})", mod.name(), mod.is_encoder() ? "encoder" : "LLM");
     std::string flops = format_si(mod.model_flops_per_iteration(), "FLOP");
-    out += fmt::format("    {} {} {} {} {}{}\n", pad_right(label, kLabel - 2), pad_right(module_layout(mod), 34),
+    out += fmt::format("    {} {} {} {} {}{}\n", pad_right(label, kTerminalLabel - 2), pad_right(module_layout(mod), 34),
                        pad_right(rank_range(mod.first_rank(), mod.num_ranks()), 16),
                        pad_left(count_si(static_cast<double>(mod.parameters())), 16), pad_left(flops, 20),
                        mod.frozen() ? "  frozen" : "");
@@ -142,7 +142,7 @@ std::string iterations_text(const Summary& s) {
 void calibration_block(std::string& out, const CalibrationCoverage& c) {
   out += "\n";
   row(out, "calibration", fmt::format("{} on {}; {}", c.profile, c.device, coverage_text(c.total, false)));
-  for (const auto& r : c.classes) out += fmt::format("    {:<{}} {}\n", r.op_class, kLabel - 2, coverage_text(r, true));
+  for (const auto& r : c.classes) out += fmt::format("    {:<{}} {}\n", r.op_class, kTerminalLabel - 2, coverage_text(r, true));
 }
 
 void variability_block(std::string& out, const VariabilitySummary& v) {
@@ -208,8 +208,8 @@ std::string format_summary(const Summary& s, const RunStats& run) {
                      "max", "% iter", "worst rank");
   auto stats_row = [&](std::string_view name, const Stats& st) {
     out += fmt::format("    {:<28} {} {:>9} {} {:>9}  {}\n", name, pad_left(format_duration(TimeNs(st.median)), 14),
-                       format_percent(frac(st.median, window)), pad_left(format_duration(TimeNs(st.max)), 14),
-                       format_percent(frac(st.max, window)), st.worst_rank);
+                       format_percent(frac_of_total(st.median, window)), pad_left(format_duration(TimeNs(st.max)), 14),
+                       format_percent(frac_of_total(st.max, window)), st.worst_rank);
   };
   stats_row("busy", s.busy);
   for (int p = ir::FORWARD; p <= ir::OPTIMIZER_STEP; ++p) {

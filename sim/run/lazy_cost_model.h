@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include "sim/cost/cost_model.h"
+#include "sim/proto/scenario.pb.h"
 
 namespace lacuna::run {
 

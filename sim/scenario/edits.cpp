@@ -27,7 +27,7 @@ std::string field_names(const Descriptor& d) {
 }
 
 // Collects the text-format parser's first error.
-class FirstError : public google::protobuf::io::ErrorCollector {
+class FirstEditError : public google::protobuf::io::ErrorCollector {
  public:
   void AddError(int /*line*/, int /*column*/, const std::string& message) override {
     if (error.empty()) error = message;
@@ -39,7 +39,7 @@ class FirstError : public google::protobuf::io::ErrorCollector {
 void parse_value(Message& m, const FieldDescriptor& f, const std::string& value, const std::string& flag,
                  const std::string& path) {
   google::protobuf::TextFormat::Parser parser;
-  FirstError errors;
+  FirstEditError errors;
   parser.RecordErrorsTo(&errors);
   if (!parser.ParseFieldValueFromString(value, &f, &m)) {
     std::string expected;

@@ -22,6 +22,7 @@
 //   cluster: the program keeps its ranks, groups and schedule, only its
 //   tensors shrink.
 #include "sim/scenario/scale_down.h"
+#include "sim/scenario/scenario_internal.h"
 
 #include <numeric>
 #include <optional>
@@ -33,7 +34,7 @@ namespace lacuna::scenario {
 
 namespace {
 
-std::string s(int64_t v) { return std::to_string(v); }
+using internal::s;
 
 // One transformer of the scenario, with the path its fields are reported at
 // and the tokens per LLM token its output is merged by (1 for the LLM).

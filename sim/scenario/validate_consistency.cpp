@@ -4,12 +4,13 @@
 #include <tuple>
 
 #include "sim/scenario/checks.h"
+#include "sim/scenario/scenario_internal.h"
 
 namespace lacuna::scenario {
 
 namespace {
 
-std::string s(int64_t v) { return std::to_string(v); }
+using internal::s;
 
 std::string divisors_hint(int64_t n) {
   std::string out;

@@ -11,12 +11,13 @@
 
 #include "sim/scenario/checks.h"
 #include "sim/scenario/encoder_pipeline.h"
+#include "sim/scenario/scenario_internal.h"
 
 namespace lacuna::scenario {
 
 namespace {
 
-std::string s(int64_t v) { return std::to_string(v); }
+using internal::s;
 
 std::string ranks(int64_t first, int64_t world) { return "[" + s(first) + ", " + s(first + world) + ")"; }
 
@@ -231,7 +232,7 @@ void check_split(const Scenario& spec, const Checker& c, int e, const Split& sp)
   }
 }
 
-void check_rank_order(const std::string& order, const std::string& path, const Checker& c) {
+void check_module_rank_order(const std::string& order, const std::string& path, const Checker& c) {
   if (order.empty()) return;
   std::vector<std::string> parts;
   std::string cur;
@@ -272,7 +273,7 @@ void check_layout(const Scenario& spec, const Checker& c, int e) {
     c.fail(p + "first_rank", "must be a rank ≥ 0, got " + s(l.first_rank()),
            "use 0 to colocate with the LLM, or the LLM's world size for an encoder island");
   c.enumeration(p + "recompute", l.recompute());
-  check_rank_order(l.rank_order(), p + "rank_order", c);
+  check_module_rank_order(l.rank_order(), p + "rank_order", c);
   const int64_t layers = enc.transformer().num_layers();
   if (layers < l.pp() * chunks)
     c.fail(p + "pp",

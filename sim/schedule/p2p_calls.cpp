@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "sim/core/error.h"
+#include "sim/proto/scenario.pb.h"
 
 namespace lacuna::schedule {
 namespace {

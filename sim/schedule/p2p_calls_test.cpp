@@ -9,6 +9,8 @@
 #include <string>
 #include <tuple>
 
+#include "sim/proto/scenario.pb.h"
+
 namespace lacuna::schedule {
 namespace {
 

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "sim/core/error.h"
+#include "sim/proto/scenario.pb.h"
 
 namespace lacuna::schedule {
 namespace {

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/proto/scenario.pb.h"
+#include "sim/proto/forward.h"
 
 namespace lacuna::schedule {
 

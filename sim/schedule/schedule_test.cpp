@@ -10,6 +10,7 @@
 #include <tuple>
 
 #include "sim/core/error.h"
+#include "sim/proto/scenario.pb.h"
 
 namespace lacuna::schedule {
 namespace {

@@ -26,7 +26,7 @@ const StageTimes& times_of(const SyntheticPipeline& p, int32_t rank) {
   return p.per_stage.size() == 1 ? p.per_stage[0] : p.per_stage[static_cast<size_t>(rank)];
 }
 
-void validate(const SyntheticPipeline& p) {
+void validate_synthetic(const SyntheticPipeline& p) {
   const auto n = p.per_stage.size();
   if (n != 1 && n != static_cast<size_t>(p.shape.pp)) {
     throw Error(SourceLocation{}, "per_stage has " + std::to_string(n) + " entries for pp = " + std::to_string(p.shape.pp),
@@ -149,7 +149,7 @@ class RankBuilder {
 
 ir::Program build_synthetic_program(const SyntheticPipeline& pipeline) {
   const auto schedule = build_schedule(pipeline.kind, pipeline.shape);
-  validate(pipeline);
+  validate_synthetic(pipeline);
   const PipelineShape& s = pipeline.shape;
 
   ir::Program program;

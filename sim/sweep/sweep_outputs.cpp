@@ -11,6 +11,7 @@
 #include "sim/report/bubble_accounting.h"
 #include "sim/report/csv.h"
 #include "sim/sweep/line_plot_svg.h"
+#include "sim/core/version.h"
 
 namespace lacuna::sweep {
 namespace {
@@ -269,7 +270,7 @@ std::string sweep_json(const SweepResult& r) {
   settings["seed"] = s.seed >= 0 ? Json(s.seed) : Json(nullptr);
 
   std::string out = "{\n";
-  out += " \"lacuna_version\": " + Json(LACUNA_VERSION).dump() + ",\n";
+  out += " \"lacuna_version\": " + Json(lacuna_version()).dump() + ",\n";
   out += " \"scenario\": " + Json(r.scenario_name).dump() + ",\n";
   out += " \"scenario_file\": " + Json(s.scenario).dump() + ",\n";
   out += " \"settings\": " + settings.dump() + ",\n";

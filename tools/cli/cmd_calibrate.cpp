@@ -55,7 +55,7 @@ int run_from_table(const CalibrateCliOptions& c) {
   return 0;
 }
 
-int run(CalibrateCliOptions& c) {
+int run_calibrate(CalibrateCliOptions& c) {
   if (!c.from_table.empty()) return run_from_table(c);
   calibrate::CalibrateOptions o = c.options;
   o.device = c.cpu ? calibrate::DeviceChoice::kCpu
@@ -97,7 +97,7 @@ void add_calibrate_command(CLI::App& app, Action& action) {
   sub->add_option("--warmup", c->options.warmup, "untimed runs before the timed ones (default: GPU 5, CPU 1)")
       ->check(CLI::NonNegativeNumber);
   sub->add_option("--max-point-seconds", c->options.max_point_seconds,
-                  "CPU: skip points estimated to take longer than this per run (default 0.5); the simulator "
+                  "CPU: skip points estimated to take longer than this per run_calibrate (default 0.5); the simulator "
                   "extrapolates them")
       ->check(CLI::PositiveNumber);
   sub->add_flag("--no-grid", c->no_grid, "measure only the exact shapes of the scenario(s), no interpolation grid");
@@ -108,7 +108,7 @@ void add_calibrate_command(CLI::App& app, Action& action) {
                   "on N cores do under `lacuna execute --compute-slots N` (default 1: alone)")
       ->check(CLI::PositiveNumber);
   add_scale_down_option(sub, c->options.scale_down);
-  sub->callback([c, &action] { action = [c] { return run(*c); }; });
+  sub->callback([c, &action] { action = [c] { return run_calibrate(*c); }; });
 }
 
 }  // namespace lacuna::cli

@@ -68,7 +68,7 @@ struct Run {
 };
 
 // `calibrated`: the --calibration model; null: the program's own lazy analytic model, as always.
-Run simulate(const ir::Program& program, const cost::CostModel* calibrated, bool fold, NetworkMode mode,
+Run simulate_placement(const ir::Program& program, const cost::CostModel* calibrated, bool fold, NetworkMode mode,
              std::optional<int32_t> rank) {
   const std::unique_ptr<cost::CostModel> analytic =
       calibrated != nullptr ? nullptr : run::make_cost_model({}, program.cluster(), program.info().precision());
@@ -202,7 +202,7 @@ int run_compare(const CompareOptions& o) {
                            std::string& error, std::string& reason) {
     const bool has_rank = drawn && *drawn < program.ranks_size();
     try {
-      run = simulate(program, calibrated.get(), fold, o.network, has_rank ? drawn : std::nullopt);
+      run = simulate_placement(program, calibrated.get(), fold, o.network, has_rank ? drawn : std::nullopt);
       if (cmp.cost_model.empty()) cmp.cost_model = run->cost_model;
     } catch (const engine::DeadlockError& e) {
       print_deadlock(what, e);

@@ -184,7 +184,7 @@ std::string svg_text(const EfficiencyTable& t, const std::vector<GemmRow>& squar
       {gemm, layer, attn});
 }
 
-int run(const Options& o) {
+int run_efficiency(const Options& o) {
   const EfficiencyTable t(o.preset);
   const std::vector<GemmRow> squares = t.square_gemms();
   const std::vector<GemmRow> layers = t.layer_gemms(kTokens, kHidden, kTp);
@@ -217,7 +217,7 @@ void add_efficiency_command(CLI::App& app, Action& action) {
       ->capture_default_str();
   cmd->add_option("--svg", opts->svg, "write the efficiency plot to this SVG file")->check(output_file());
   cmd->add_option("--csv", opts->csv, "write every row to this CSV file")->check(output_file());
-  cmd->callback([opts, &action] { action = [opts] { return run(*opts); }; });
+  cmd->callback([opts, &action] { action = [opts] { return run_efficiency(*opts); }; });
 }
 
 }  // namespace lacuna::cli

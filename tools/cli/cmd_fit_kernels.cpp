@@ -24,7 +24,7 @@
 namespace lacuna::cli {
 namespace {
 
-struct Options {
+struct FitKernelsOptions {
   std::vector<std::string> tables;
   std::string preset;
   std::string csv;
@@ -32,7 +32,7 @@ struct Options {
   bool best_case_base = false;
 };
 
-int run_fit(const Options& o) {
+int run_fit(const FitKernelsOptions& o) {
   std::vector<NamedPath> inputs;
   for (const std::string& t : o.tables) inputs.push_back({"TABLE", t});
   check_outputs({{"--csv", o.csv}, {"--svg", o.svg}}, inputs);
@@ -64,7 +64,7 @@ int run_fit(const Options& o) {
 }  // namespace
 
 void add_fit_kernels_command(CLI::App& app, Action& action) {
-  auto o = std::make_shared<Options>();
+  auto o = std::make_shared<FitKernelsOptions>();
   CLI::App* sub = app.add_subcommand(
       "fit-kernels",
       "Fit a preset's per-shape kernel efficiency model to measured kernel tables, with cross-validated errors "

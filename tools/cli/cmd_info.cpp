@@ -6,10 +6,7 @@
 #include "kernels/device_info.h"
 #include "sim/scenario/scenario.h"
 #include "tools/cli/commands.h"
-
-#ifndef LACUNA_VERSION
-#define LACUNA_VERSION "unknown"
-#endif
+#include "sim/core/version.h"
 
 namespace lacuna::cli {
 
@@ -57,7 +54,7 @@ void add_devices_command(CLI::App& app, Action& action) {
 void add_version_command(CLI::App& app, Action& action) {
   app.add_subcommand("version", "Print the lacuna version")->callback([&action] {
     action = [] {
-      fmt::print("lacuna {}\n", LACUNA_VERSION);
+      fmt::print("lacuna {}\n", lacuna_version());
       return 0;
     };
   });

@@ -20,14 +20,14 @@
 namespace lacuna::cli {
 namespace {
 
-struct Options {
+struct KernelShapesOptions {
   std::vector<std::string> scenarios;
   std::string preset;
   std::string output;
   int64_t scale_down = 1;
 };
 
-int run_shapes(const Options& o) {
+int run_shapes(const KernelShapesOptions& o) {
   std::vector<NamedPath> inputs;
   for (const std::string& s : o.scenarios) inputs.push_back({"SCENARIO", s});
   check_outputs({{"--output", o.output}}, inputs);
@@ -67,7 +67,7 @@ int run_shapes(const Options& o) {
 }  // namespace
 
 void add_kernel_shapes_command(CLI::App& app, Action& action) {
-  auto o = std::make_shared<Options>();
+  auto o = std::make_shared<KernelShapesOptions>();
   CLI::App* sub = app.add_subcommand(
       "kernel-shapes",
       "Write the distinct kernels that scenarios run as a measured-kernel table without times, for the device "

@@ -116,7 +116,7 @@ struct Simulated {
   std::string model;  // "<cost model>; <network>"
 };
 
-Simulated simulate(const ir::Program& program, NetworkMode mode, bool fold) {
+Simulated simulate_row(const ir::Program& program, NetworkMode mode, bool fold) {
   const run::LazyAnalyticCostModel cost(program.cluster(), program.info().precision());
   const run::SimulatedRun r = run::simulate(program, cost, mode, engine::SimulationOptions{.fold = fold});
   return {r.result.end_time.seconds(), r.models};
@@ -219,7 +219,7 @@ ir::Program nccl_program(const NcclCase& c) {
 
 Row run_nccl(const NcclCase& c, NetworkMode mode, std::string& model) {
   const ir::Program program = nccl_program(c);
-  const Simulated s = simulate(program, mode, /*fold=*/true);
+  const Simulated s = simulate_row(program, mode, /*fold=*/true);
   const double n = static_cast<double>(program.ranks_size());
   const double factor = c.p2p ? 1.0 : 2.0 * (n - 1) / n;  // nccl-tests busbw factor
   Row r;
@@ -290,13 +290,13 @@ Row run_scenario(const fs::path& file, const std::string& key, NetworkMode mode,
   const double published = ptdp ? published_value(loaded, "TFLOP/s per GPU", "137 TFLOP/s per GPU")
                                  : published_value(loaded, "s iteration", "1.42 s iteration");
   const ir::Program program = placement::compile(loaded);
-  const Simulated s = simulate(program, mode, /*fold=*/true);
+  const Simulated s = simulate_row(program, mode, /*fold=*/true);
   // Before: the same scenario under the preset's kernel model before the fit.
   scenario::LoadedScenario best_case = loaded;
   scenario::apply_kernel_model(*best_case.spec.mutable_cluster()->mutable_gpu(),
                                scenario::best_case_kernel_model(loaded.spec.cluster().preset()));
   const ir::Program before_program = placement::compile(best_case);
-  const double before_s = simulate(before_program, mode, /*fold=*/true).seconds;
+  const double before_s = simulate_row(before_program, mode, /*fold=*/true).seconds;
   Row r;
   r.name = file.filename().string();
   r.gpus = program.ranks_size();
