@@ -97,7 +97,7 @@ void add_calibrate_command(CLI::App& app, Action& action) {
   sub->add_option("--warmup", c->options.warmup, "untimed runs before the timed ones (default: GPU 5, CPU 1)")
       ->check(CLI::NonNegativeNumber);
   sub->add_option("--max-point-seconds", c->options.max_point_seconds,
-                  "CPU: skip points estimated to take longer than this per run_calibrate (default 0.5); the simulator "
+                  "CPU: skip points estimated to take longer than this per run (default 0.5); the simulator "
                   "extrapolates them")
       ->check(CLI::PositiveNumber);
   sub->add_flag("--no-grid", c->no_grid, "measure only the exact shapes of the scenario(s), no interpolation grid");
