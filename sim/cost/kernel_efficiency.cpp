@@ -7,6 +7,7 @@
 #include <string>
 
 #include "sim/core/error.h"
+#include "sim/core/int_math.h"
 
 namespace lacuna::cost {
 namespace {
@@ -18,8 +19,6 @@ constexpr const char* kPrefix = "cluster.gpu.shape_model.";
   where.field = kPrefix + field;
   throw Error(where, what, fix);
 }
-
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // Σ_{x=1..n} min(x, cap) for n ≥ 0 (0 for n ≤ 0): the keys seen by the first
 // n query rows of a causal band whose width is capped at `cap`.

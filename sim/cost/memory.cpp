@@ -5,6 +5,7 @@
 #include <string>
 
 #include "sim/core/error.h"
+#include "sim/core/int_math.h"
 
 namespace lacuna::cost {
 namespace {
@@ -12,8 +13,6 @@ namespace {
 void require(bool ok, const std::string& what) {
   if (!ok) throw Error("activation memory: " + what);
 }
-
-int64_t ceil_div_i64(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 }  // namespace
 
@@ -38,7 +37,7 @@ Bytes layer_activation_bytes(const LayerActivationInputs& in) {
   const int64_t sp_divisor = in.sequence_parallel ? t : 1;
 
   if (in.recompute == scenario::RECOMPUTE_FULL) {
-    return Bytes(ceil_div_i64(2 * tokens * h, sp_divisor));  // the layer input only
+    return Bytes(ceil_div(2 * tokens * h, sp_divisor));  // the layer input only
   }
 
   // Bytes per token outside the TP region (replicated across TP ranks unless SP
@@ -69,7 +68,7 @@ Bytes layer_activation_bytes(const LayerActivationInputs& in) {
   const int64_t scores = keep_scores ? 5 * in.num_heads * s * in.seq_length * in.micro_batch : 0;
 
   const int64_t over_t = tokens * replicated_per_token * (t / sp_divisor) + tokens * split_per_token + scores;
-  return Bytes(ceil_div_i64(over_t, t));
+  return Bytes(ceil_div(over_t, t));
 }
 
 ModelStateBytes model_state_bytes(int64_t parameters, int64_t dp, bool distributed_optimizer, int64_t grad_bytes) {
@@ -79,7 +78,7 @@ ModelStateBytes model_state_bytes(int64_t parameters, int64_t dp, bool distribut
   out.weights = Bytes(2 * parameters);  // bf16/fp16 weights
   out.gradients = Bytes(grad_bytes * parameters);  // main-grad buffer (Megatron-LM: fp32 for bf16)
   const int64_t optimizer = 12 * parameters;  // fp32 master copy + Adam m + v
-  out.optimizer = Bytes(distributed_optimizer ? ceil_div_i64(optimizer, dp) : optimizer);
+  out.optimizer = Bytes(distributed_optimizer ? ceil_div(optimizer, dp) : optimizer);
   return out;
 }
 

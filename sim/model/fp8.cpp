@@ -1,9 +1,10 @@
 #include "sim/model/fp8.h"
 
-#include "sim/model/model_internal.h"
 #include <algorithm>
 #include <optional>
 #include <utility>
+
+#include "sim/model/model_internal.h"
 
 namespace lacuna::model {
 namespace {

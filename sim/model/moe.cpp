@@ -1,12 +1,13 @@
 // The MoE MLP's kernels and collectives; every formula is derived in
 // docs/moe.md, Megatron-Core's behaviour cited there and beside each step.
-#include "sim/model/model_internal.h"
 #include "sim/model/moe.h"
 
 #include <algorithm>
 #include <cmath>
 
+#include "sim/core/int_math.h"
 #include "sim/model/mlp.h"
+#include "sim/model/model_internal.h"
 
 namespace lacuna::model {
 namespace {
@@ -14,8 +15,6 @@ namespace {
 using ir::Phase;
 
 using internal::d;
-
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // The shared experts as a dense MLP of their total width, TP-split like the
 // dense MLP (megatron/core/transformer/moe/shared_experts.py: SharedExpertMLP

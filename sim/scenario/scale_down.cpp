@@ -22,13 +22,14 @@
 //   cluster: the program keeps its ranks, groups and schedule, only its
 //   tensors shrink.
 #include "sim/scenario/scale_down.h"
-#include "sim/scenario/scenario_internal.h"
 
 #include <numeric>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "sim/scenario/scenario_internal.h"
 
 namespace lacuna::scenario {
 
