@@ -177,6 +177,44 @@ TEST(CalibrateFromTableE2E, SearchSimulatesWithTheProfileAndRefusesAnotherGpus) 
   EXPECT_NE(bad.output.find("the profile was measured on \"NVIDIA A100-SXM4-80GB\""), std::string::npos) << bad.output;
 }
 
+// validate --calibration: the SAR rows the profile was measured for (A100,
+// BF16) gain a calibrated column, slower with kernels at twice the roofline
+// and exact at the scenario the profile was measured from; a table whose rows
+// all run at another precision (PTD-P: FP16) is refused by name.
+TEST(CalibrateFromTableE2E, ValidateAddsACalibratedColumnForTheProfilesRows) {
+  TempDir dir("validate-calib");
+  const std::string rows = dir / "rows";
+  std::filesystem::create_directories(rows);
+  for (const char* f : {"sar-22b-full.pbtxt", "sar-22b-selective-sp.pbtxt", "ptdp-01-1.7b.pbtxt"})
+    std::filesystem::copy_file(source_path(std::string("scenarios/validation/") + f), rows + "/" + f);
+  const std::string profile = stand_in_profile(dir, rows + "/sar-22b-full.pbtxt", 2.0, "a100");
+  const auto r = run_lacuna("validate --only sar --scenarios " + rows + " --calibration " + profile + " --json " +
+                            (dir / "v.json"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("error calibrated"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("2 of 2 rows"), std::string::npos) << r.output;
+  const auto j = nlohmann::json::parse(read_file(dir / "v.json"));
+  EXPECT_EQ(j["calibration"]["profile"], profile);
+  const auto& table = j["tables"]["sar"];
+  EXPECT_EQ(table["calibrated_rows"].get<int>(), 2);
+  for (const auto& row : table["rows"]) {
+    SCOPED_TRACE(row["name"].get<std::string>());
+    // Kernels at twice the roofline's time: the iteration is longer.
+    EXPECT_GT(row["predicted_calibrated"].get<double>(), 1.3 * row["predicted"].get<double>());
+    if (row["name"] == "sar-22b-full.pbtxt")
+      EXPECT_DOUBLE_EQ(row["calibrated_kernel_time_exact_share"].get<double>(), 1.0);
+  }
+
+  const auto fp16 = run_lacuna("validate --only ptdp --scenarios " + rows + " --calibration " + profile);
+  EXPECT_EQ(fp16.exit_code, 2) << fp16.output;
+  EXPECT_NE(fp16.output.find(profile + ": device.name: the profile was measured on \"NVIDIA A100-SXM4-80GB\", BF16, "
+                             "but the ptdp rows run on \"NVIDIA A100-SXM4-80GB\" in FP16"),
+            std::string::npos)
+      << fp16.output;
+  const auto nccl = run_lacuna("validate --only nccl --calibration " + profile);
+  EXPECT_EQ(nccl.exit_code, 2) << nccl.output;
+}
+
 // The device campaign's flow without a GPU: kernel-shapes lists a scenario's
 // kernels, a stand-in measurement fills every time (the roofline's own time
 // doubled, what kernel_bench.py would write on a GPU), calibrate

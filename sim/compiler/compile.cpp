@@ -1,5 +1,6 @@
 #include "sim/compiler/compile.h"
 
+#include "sim/compiler/custom_schedule.h"
 #include "sim/compiler/rank_layout.h"
 #include "sim/compiler/segment_inputs.h"
 #include "sim/schedule/schedule.h"
@@ -16,7 +17,12 @@ ir::Program compile(const scenario::LoadedScenario& scenario, const CompileOptio
       llm_stage_inputs(scenario, plan, par.virtual_stages() > 0 ? static_cast<int32_t>(par.virtual_stages()) : 1);
   base.pipeline.warmup_deferral = options.interleaved_warmup_deferral;
   const auto kind = spec.schedule().kind();  // validated: never UNSPECIFIED
-  const auto actions = schedule::build_schedule(kind, base.pipeline);
+  CustomSchedule order;
+  if (kind == scenario::CUSTOM)
+    order = load_custom_schedule(scenario, base.pipeline);
+  else
+    order.passes = schedule::build_schedule(kind, base.pipeline);
+  const auto& actions = order.passes;
 
   ir::Program program;
   *program.mutable_cluster() = spec.cluster();
@@ -24,7 +30,7 @@ ir::Program compile(const scenario::LoadedScenario& scenario, const CompileOptio
   add_rank_layout(layout, static_cast<int32_t>(plan.gpus_per_node), program, par.distributed_optimizer());
   add_moe_layout(scenario, layout, program);
   add_fp8_layout(scenario, layout, program);
-  add_stage_classes(scenario, base, actions, program);
+  add_stage_classes(scenario, base, actions, program, order.p2p_calls ? &*order.p2p_calls : nullptr);
   fill_program_info(scenario, plan, base, kind, *program.mutable_info());
   return program;
 }

@@ -84,6 +84,9 @@ StageInputs llm_stage_inputs(const scenario::LoadedScenario& scenario, const Pip
   base.shape = model::layer_shape(scenario.spec);
   base.recompute = par.recompute();
   base.pipeline = {plan.dims.pp, virtual_stages, plan.microbatches};
+  if (virtual_stages > 1)
+    base.pipeline.microbatch_group =
+        static_cast<int32_t>(scenario.spec.parallel().microbatch_group_size_per_vp_stage());
   if (plan_layers) base.stages = plan_stages(scenario);
   base.dp_cp = static_cast<int64_t>(plan.dims.dp) * plan.dims.cp;
   base.distributed_optimizer = par.distributed_optimizer();
@@ -152,11 +155,13 @@ ModuleWork encoder_work(const scenario::Scenario& spec, int e, int64_t samples, 
 }
 
 void add_stage_classes(const scenario::LoadedScenario& scenario, const StageInputs& base,
-                       const std::vector<std::vector<schedule::Action>>& actions, ir::Program& program) {
+                       const std::vector<std::vector<schedule::Action>>& actions, ir::Program& program,
+                       const std::vector<std::vector<schedule::P2pCall>>* p2p_calls) {
   for (int32_t r = 0; r < base.pipeline.pp; ++r) {
     StageInputs in = base;
     in.pp_rank = r;
     in.actions = actions[static_cast<size_t>(r)];
+    if (p2p_calls != nullptr) in.p2p_calls = (*p2p_calls)[static_cast<size_t>(r)];
     const int64_t estimate = estimate_ops(in);
     if (estimate > kMaxOpsPerClass)
       throw Error(scenario.locations.locate("training.global_batch"),

@@ -13,6 +13,7 @@
 #include "sim/model/mllm.h"
 #include "sim/proto/program.pb.h"
 #include "sim/scenario/scenario.h"
+#include "sim/schedule/p2p_calls.h"
 #include "sim/schedule/schedule.h"
 
 namespace lacuna::compiler {
@@ -50,8 +51,11 @@ ModuleWork encoder_work(const scenario::Scenario& spec, int e, int64_t samples, 
 // (refusing classes estimated above the op limit) into `program`, each with
 // its MemoryBaseline: model state of its trained parameters, plus bf16
 // weights of its frozen ones.
+// `p2p_calls` (optional): each rank's blocking calls as a schedule file
+// writes them out.
 void add_stage_classes(const scenario::LoadedScenario& scenario, const StageInputs& base,
-                       const std::vector<std::vector<schedule::Action>>& actions, ir::Program& program);
+                       const std::vector<std::vector<schedule::Action>>& actions, ir::Program& program,
+                       const std::vector<std::vector<schedule::P2pCall>>* p2p_calls = nullptr);
 
 // MoE scenarios: the expert group slots (add_expert_layout) after
 // add_rank_layout; nothing for dense ones.

@@ -56,7 +56,9 @@ StageBuilder::StageBuilder(const StageInputs& in)
   blocking_ = p2p_ && x_.pipeline_p2p() == scenario::P2P_BLOCKING;
   calls_after_.resize(in.actions.size() + 1);
   if (blocking_)
-    for (schedule::P2pCall& call : schedule::blocking_p2p_calls(in.schedule_kind, in.pipeline, in.pp_rank, in.actions))
+    for (schedule::P2pCall& call :
+         in.p2p_calls ? std::vector<schedule::P2pCall>(*in.p2p_calls)
+                      : schedule::blocking_p2p_calls(in.schedule_kind, in.pipeline, in.pp_rank, in.actions))
       calls_after_[static_cast<size_t>(call.after + 1)].push_back(std::move(call));
 
   first_forward_.assign(static_cast<size_t>(chunks_), -1);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "sim/compiler/stage_plan.h"
@@ -98,6 +99,10 @@ struct StageInputs {
   // Execution semantics (docs/compiler.md#execution), resolved.
   scenario::Execution execution;
   scenario::ScheduleKind schedule_kind = scenario::ONE_F_ONE_B;
+  // Blocking p2p: this rank's calls as a schedule file writes them out
+  // (schedule::p2p_calls_of); absent: schedule::blocking_p2p_calls of
+  // schedule_kind.
+  std::optional<std::vector<schedule::P2pCall>> p2p_calls;
   scenario::Precision precision = scenario::BF16;
   // MoE: the expert data-parallel group size (docs/moe.md#groups).
   int64_t expert_dp = 1;

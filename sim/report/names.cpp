@@ -92,6 +92,7 @@ std::string_view schedule_name(scenario::ScheduleKind kind) {
     case scenario::ONE_F_ONE_B: return "1F1B";
     case scenario::INTERLEAVED_1F1B: return "interleaved 1F1B";
     case scenario::ZB_H1: return "ZB-H1";
+    case scenario::CUSTOM: return "custom schedule";
     default: return "unspecified";
   }
 }

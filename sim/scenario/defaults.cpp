@@ -57,6 +57,11 @@ std::vector<FilledDefault> apply_defaults(Scenario& spec, const SourceMap& locat
       out.push_back({"parallel.expert_tp", "tp = " + std::to_string(p.tp()),
                      "not set (0): tp, as Megatron-Core's --expert-tensor-parallel-size defaults"});
   }
+  if (spec.schedule().kind() == SCHEDULE_UNSPECIFIED && !locations.written("schedule.kind") &&
+      !spec.schedule().actions_file().empty()) {
+    spec.mutable_schedule()->set_kind(CUSTOM);
+    out.push_back({"schedule.kind", "CUSTOM", "not set: schedule.actions_file gives the order"});
+  }
   if (spec.schedule().kind() == SCHEDULE_UNSPECIFIED && !locations.written("schedule.kind")) {
     const bool interleaved = p.virtual_stages() > 1;
     spec.mutable_schedule()->set_kind(interleaved ? INTERLEAVED_1F1B : ONE_F_ONE_B);

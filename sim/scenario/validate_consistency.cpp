@@ -169,6 +169,23 @@ void check_schedule(const Scenario& spec, const Checker& c) {
   const auto kind = spec.schedule().kind();
   const std::string name = ScheduleKind_Name(kind);
   const int64_t v = p.virtual_stages();
+  const bool has_file = !spec.schedule().actions_file().empty();
+  if (kind == CUSTOM || has_file) {
+    if (kind != CUSTOM)
+      c.fail("schedule.actions_file", "an actions file gives a CUSTOM schedule, but schedule.kind is " + name,
+             "set kind: CUSTOM, or remove actions_file");
+    if (!has_file)
+      c.fail("schedule.kind", "CUSTOM needs schedule.actions_file, the order each pipeline rank runs",
+             "name a schedule file (`lacuna compile SCENARIO --dump-schedule FILE` writes one to start from)");
+    if (spec.model().encoders_size() > 0)
+      c.fail("schedule.kind", "a CUSTOM schedule orders the LLM's pipeline; placements of encoders build their own",
+             "remove the encoders, or use a built-in schedule");
+    if (p.microbatch_group_size_per_vp_stage() != 0)
+      c.fail("parallel.microbatch_group_size_per_vp_stage",
+             "a CUSTOM schedule's file gives the order; a microbatch group applies to INTERLEAVED_1F1B only",
+             "remove it");
+    return;
+  }
   if (kind == INTERLEAVED_1F1B) {
     if (p.pp() < 2)
       c.fail("schedule.kind", "INTERLEAVED_1F1B needs pp ≥ 2 (pp is " + s(p.pp()) + ")",
@@ -177,13 +194,31 @@ void check_schedule(const Scenario& spec, const Checker& c) {
       c.fail("parallel.virtual_stages", "INTERLEAVED_1F1B needs virtual_stages ≥ 2, got " + s(v),
              "set virtual_stages to the model chunks per pipeline rank (≥ 2), or use ONE_F_ONE_B");
     const int64_t m = num_microbatches(spec);
-    if (m % p.pp() != 0)
+    const int64_t n = p.microbatch_group_size_per_vp_stage();
+    if (n < 0)
+      c.fail("parallel.microbatch_group_size_per_vp_stage", "must not be negative, got " + s(n),
+             "0 (pp, Megatron-LM's default) or a group in [pp, microbatches]");
+    if (n == 0 && m % p.pp() != 0)
       c.fail("training.global_batch",
              "INTERLEAVED_1F1B needs the microbatches per pipeline (global_batch / (micro_batch × dp) = " + s(m) +
                  ") to be a multiple of pp (" + s(p.pp()) + ")",
              "as Megatron-LM requires: change global_batch, micro_batch or dp so that it is");
+    if (n > 0 && (n < p.pp() || n > m))
+      c.fail("parallel.microbatch_group_size_per_vp_stage",
+             "a group of " + s(n) + " microbatches must lie in [pp, microbatches] = [" + s(p.pp()) + ", " + s(m) +
+                 "], as Megatron-Core requires",
+             "0 (pp, Megatron-LM's default) or a group in that range");
+    else if (n > 0 && m % n != 0 && m % n < p.pp())
+      c.fail("parallel.microbatch_group_size_per_vp_stage",
+             "grouping " + s(m) + " microbatches by " + s(n) + " leaves a last group of " + s(m % n) +
+                 ", fewer than pp (" + s(p.pp()) + "): Megatron-Core refuses it (dependency bubbles)",
+             "a group that divides the microbatches, or leaves at least pp");
     return;
   }
+  if (p.microbatch_group_size_per_vp_stage() != 0)
+    c.fail("parallel.microbatch_group_size_per_vp_stage",
+           "a microbatch group per virtual stage applies to INTERLEAVED_1F1B only, not " + name,
+           "remove it, or use INTERLEAVED_1F1B");
   if (v != 1) {
     if (kind == ZB_H1)
       c.fail("parallel.virtual_stages",

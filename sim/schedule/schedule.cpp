@@ -26,6 +26,8 @@ void require(bool ok, const std::string& what, const std::string& fix) {
 }
 
 void validate(ScheduleKind kind, const PipelineShape& s) {
+  require(kind != lacuna::scenario::CUSTOM, "a CUSTOM schedule is not built: it is read from schedule.actions_file",
+          "load it with compiler::load_custom_schedule");
   require(kind == lacuna::scenario::GPIPE || kind == lacuna::scenario::ONE_F_ONE_B ||
               kind == lacuna::scenario::INTERLEAVED_1F1B || kind == lacuna::scenario::ZB_H1,
           "pipeline schedule " + kind_name(kind) + " is not supported",
@@ -40,6 +42,9 @@ void validate(ScheduleKind kind, const PipelineShape& s) {
   if (kind != lacuna::scenario::INTERLEAVED_1F1B) {
     require(s.warmup_deferral == 0,
             "warm-up deferral applies to INTERLEAVED_1F1B only, not " + kind_name(kind), "");
+    require(s.microbatch_group == 0,
+            "a microbatch group per virtual stage applies to INTERLEAVED_1F1B only, not " + kind_name(kind),
+            "remove parallel.microbatch_group_size_per_vp_stage");
     require(s.virtual_stages == 1,
             kind_name(kind) + " runs one model chunk per pipeline rank, but virtual_stages = " +
                 std::to_string(s.virtual_stages),
@@ -52,11 +57,26 @@ void validate(ScheduleKind kind, const PipelineShape& s) {
           "INTERLEAVED_1F1B needs at least 2 model chunks per rank, virtual_stages = " +
               std::to_string(s.virtual_stages),
           "set virtual_stages >= 2, or use ONE_F_ONE_B");
-  require(s.microbatches % s.pp == 0,
-          "INTERLEAVED_1F1B needs the number of microbatches (" + std::to_string(s.microbatches) +
-              ") to be a multiple of pp (" + std::to_string(s.pp) +
-              "): Megatron-LM assigns chunks to groups of pp microbatches",
-          "choose a global batch giving a multiple of " + std::to_string(s.pp) + " microbatches");
+  if (s.microbatch_group == 0) {
+    require(s.microbatches % s.pp == 0,
+            "INTERLEAVED_1F1B needs the number of microbatches (" + std::to_string(s.microbatches) +
+                ") to be a multiple of pp (" + std::to_string(s.pp) +
+                "): Megatron-LM assigns chunks to groups of pp microbatches",
+            "choose a global batch giving a multiple of " + std::to_string(s.pp) + " microbatches");
+    return;
+  }
+  // Megatron-Core's checks (forward_backward_pipelining_with_interleaving).
+  const int32_t n = s.microbatch_group;
+  require(n >= s.pp && n <= s.microbatches,
+          "a microbatch group of " + std::to_string(n) + " must lie in [pp, microbatches] = [" +
+              std::to_string(s.pp) + ", " + std::to_string(s.microbatches) + "]",
+          "set parallel.microbatch_group_size_per_vp_stage within that range (0: pp)");
+  const int32_t last = s.microbatches % n;
+  require(last == 0 || last >= s.pp,
+          "the microbatches (" + std::to_string(s.microbatches) + ") leave a last group of " + std::to_string(last) +
+              " when grouped by " + std::to_string(n) + ", fewer than pp (" + std::to_string(s.pp) +
+              "): Megatron-Core refuses it (dependency bubbles)",
+          "choose a group size that divides the microbatches or leaves at least pp");
 }
 
 std::vector<Action> gpipe(const PipelineShape& s) {
@@ -84,33 +104,51 @@ std::vector<Action> one_f_one_b(const PipelineShape& s, int32_t rank) {
 int32_t interleaved_warmup(const PipelineShape& s, int32_t rank) {
   const int32_t slack = (s.pp - rank - 1) * 2;
   const int32_t deferred = std::clamp(s.warmup_deferral - 2 * rank, 0, slack);
-  return std::min(slack - deferred + (s.virtual_stages - 1) * s.pp, s.microbatches * s.virtual_stages);
+  return std::min(slack - deferred + (s.virtual_stages - 1) * s.group(), s.microbatches * s.virtual_stages);
 }
 
 namespace {
 
-// The k-th forward (or backward) of a rank, as Megatron-LM's
-// get_model_chunk_id / get_microbatch_id_in_model_chunk number them: groups of
-// pp consecutive steps share a chunk; backwards walk the chunks in reverse.
-Action interleaved_step(const PipelineShape& s, int32_t k, bool forward) {
-  const int32_t group = s.pp * s.virtual_stages;
-  const int32_t in_group = k % group;
-  int32_t chunk = in_group / s.pp;
-  if (!forward) chunk = s.virtual_stages - 1 - chunk;
-  const int32_t mb = (k / group) * s.pp + in_group % s.pp;
-  return {forward ? Pass::kForward : Pass::kBackward, mb, chunk};
+// Megatron-Core's schedule table (get_schedule_table): the microbatches in
+// groups of N, each group run through chunk 0, then chunk 1, ...; the last
+// group takes every microbatch left. With N = pp and microbatches a multiple
+// of pp this is Megatron-LM's older numbering (get_model_chunk_id /
+// get_microbatch_id_in_model_chunk before core_v0.10.0).
+struct TableEntry {
+  int32_t microbatch, chunk;
+};
+std::vector<TableEntry> schedule_table(const PipelineShape& s) {
+  const int32_t n = s.group();
+  std::vector<TableEntry> table;
+  table.reserve(static_cast<size_t>(s.microbatches) * static_cast<size_t>(s.virtual_stages));
+  for (int32_t first = 0; first < s.microbatches; first += n) {
+    const int32_t end = first + n >= s.microbatches ? s.microbatches : first + n;
+    for (int32_t c = 0; c < s.virtual_stages; ++c)
+      for (int32_t mb = first; mb < end; ++mb) table.push_back({mb, c});
+    if (end == s.microbatches) break;
+  }
+  return table;
+}
+
+// The k-th forward (or backward) of a rank: entry k of the table; backwards
+// walk the chunks in reverse (get_model_chunk_id with forward=False).
+Action interleaved_step(const PipelineShape& s, const std::vector<TableEntry>& table, int32_t k, bool forward) {
+  const TableEntry& e = table[static_cast<size_t>(k)];
+  const int32_t chunk = forward ? e.chunk : s.virtual_stages - 1 - e.chunk;
+  return {forward ? Pass::kForward : Pass::kBackward, e.microbatch, chunk};
 }
 
 std::vector<Action> interleaved(const PipelineShape& s, int32_t rank) {
   const int32_t total = s.microbatches * s.virtual_stages;
   const int32_t warmup = interleaved_warmup(s, rank);
+  const std::vector<TableEntry> table = schedule_table(s);
   std::vector<Action> out;
-  for (int32_t k = 0; k < warmup; ++k) out.push_back(interleaved_step(s, k, true));
+  for (int32_t k = 0; k < warmup; ++k) out.push_back(interleaved_step(s, table, k, true));
   for (int32_t k = 0; k < total - warmup; ++k) {
-    out.push_back(interleaved_step(s, warmup + k, true));
-    out.push_back(interleaved_step(s, k, false));
+    out.push_back(interleaved_step(s, table, warmup + k, true));
+    out.push_back(interleaved_step(s, table, k, false));
   }
-  for (int32_t k = total - warmup; k < total; ++k) out.push_back(interleaved_step(s, k, false));
+  for (int32_t k = total - warmup; k < total; ++k) out.push_back(interleaved_step(s, table, k, false));
   return out;
 }
 

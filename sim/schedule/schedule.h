@@ -39,6 +39,11 @@ struct PipelineShape {
   // the count at which the forward of its first backward has run.
   // 0: Megatron-LM's schedule.
   int32_t warmup_deferral = 0;
+  // Interleaved 1F1B only: consecutive microbatches per model chunk before
+  // the next chunk (Megatron-Core's microbatch_group_size_per_vp_stage,
+  // core_v0.10.0 on). 0: pp, Megatron-LM's default.
+  int32_t microbatch_group = 0;
+  int32_t group() const { return microbatch_group > 0 ? microbatch_group : pp; }
 };
 
 // Virtual stage of (pipeline rank, chunk): Megatron-LM's layout, chunk c of
@@ -48,8 +53,9 @@ inline int32_t virtual_stage(const PipelineShape& s, int32_t rank, int32_t chunk
 }
 
 // Warm-up forwards of pipeline rank `rank` under interleaved 1F1B: Megatron-LM's
-// (pp − rank − 1)·2 + (v − 1)·pp (forward_backward_pipelining_with_interleaving),
-// less the deferral, capped at every forward of the rank.
+// (pp − rank − 1)·2 + (v − 1)·N, N the microbatch group (pp by default;
+// get_pp_rank_microbatches), less the deferral, capped at every forward of
+// the rank.
 int32_t interleaved_warmup(const PipelineShape& s, int32_t rank);
 
 // Per pipeline rank, its ordered actions. Throws lacuna::Error when the shape

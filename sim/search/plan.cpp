@@ -75,6 +75,12 @@ scenario::Scenario apply_plan(const scenario::Scenario& base, const Plan& plan) 
     p->set_expert_tp(plan.expert_tp);
   }
   s.mutable_schedule()->set_kind(plan.schedule);
+  // A plan's schedule is a built-in one: the base's CUSTOM order was written
+  // for the base's pipeline shape, which the plan changes.
+  s.mutable_schedule()->clear_actions_file();
+  // Likewise a microbatch group size fits the base's pp and microbatches:
+  // plans use Megatron-LM's default (pp).
+  s.mutable_parallel()->clear_microbatch_group_size_per_vp_stage();
   s.mutable_training()->set_micro_batch(plan.micro_batch);
   auto* x = s.mutable_execution();
   x->set_tp_comm_overlap(plan.tp_comm_overlap);

@@ -252,7 +252,7 @@ Dimensions make_dimensions(const scenario::Scenario& base, const std::optional<G
       d.schedule.clear();
       for (const std::string& v : values) {
         scenario::ScheduleKind k{};
-        if (!scenario::ScheduleKind_Parse(v, &k) || k == scenario::SCHEDULE_UNSPECIFIED) {
+        if (!scenario::ScheduleKind_Parse(v, &k) || k == scenario::SCHEDULE_UNSPECIFIED || k == scenario::CUSTOM) {
           throw flag_error(where, "expected GPIPE, ONE_F_ONE_B, INTERLEAVED_1F1B or ZB_H1, got \"" + v + "\"");
         }
         if (!contains(d.schedule, k)) d.schedule.push_back(k);

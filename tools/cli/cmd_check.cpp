@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <google/protobuf/text_format.h>
 
+#include "sim/compiler/custom_schedule.h"
 #include "sim/scenario/scenario.h"
 #include "tools/cli/commands.h"
 
@@ -13,8 +14,30 @@ namespace lacuna::cli {
 
 namespace {
 
-int run_check(const std::string& path) {
+struct CheckOptions {
+  std::string scenario;
+  std::string schedule;
+};
+
+// The scenario's pipeline schedule as actions, checked (a CUSTOM schedule's
+// file, or --schedule FILE against the scenario's pipeline).
+void check_schedule(const scenario::LoadedScenario& loaded, const std::string& file) {
+  const bool custom = loaded.spec.schedule().kind() == scenario::CUSTOM;
+  if (file.empty() && !custom) return;
+  const schedule::ActionSchedule actions =
+      file.empty() ? compiler::scenario_actions(loaded) : compiler::check_actions_file(loaded, file);
+  size_t n = 0;
+  for (const auto& r : actions) n += r.size();
+  const schedule::PipelineShape shape = compiler::scenario_pipeline_shape(loaded);
+  fmt::print("# schedule {}: ok ({} pipeline ranks, {} virtual stages, {} microbatches, {} actions)\n",
+             file.empty() ? compiler::actions_file_path(loaded) : file, shape.pp, shape.pp * shape.virtual_stages,
+             shape.microbatches, n);
+}
+
+int run_check(const CheckOptions& o) {
+  const std::string& path = o.scenario;
   const scenario::LoadedScenario loaded = scenario::load_scenario(path);
+  check_schedule(loaded, o.schedule);
   std::string text;
   google::protobuf::TextFormat::PrintToString(loaded.spec, &text);
   fmt::print("# {}: ok (preset resolved, validated)\n", path);
@@ -29,10 +52,14 @@ int run_check(const std::string& path) {
 }  // namespace
 
 void add_check_command(CLI::App& app, Action& action) {
-  auto path = std::make_shared<std::string>();
-  CLI::App* sub = app.add_subcommand("check", "Validate a scenario and print it with presets resolved");
-  sub->add_option("SCENARIO", *path, "scenario file (.pbtxt, .textproto, .json)")->required();
-  sub->callback([path, &action] { action = [path] { return run_check(*path); }; });
+  auto o = std::make_shared<CheckOptions>();
+  CLI::App* sub = app.add_subcommand(
+      "check", "Validate a scenario (and its schedule's actions) and print it with presets resolved");
+  sub->add_option("SCENARIO", o->scenario, "scenario file (.pbtxt, .textproto, .json)")->required();
+  sub->add_option("--schedule", o->schedule,
+                  "also check FILE (actions, text form or CSV) as the scenario's pipeline schedule: every rank, "
+                  "step and action that breaks an invariant is named (docs/schedules.md)");
+  sub->callback([o, &action] { action = [o] { return run_check(*o); }; });
 }
 
 }  // namespace lacuna::cli

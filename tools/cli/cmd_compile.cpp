@@ -1,4 +1,5 @@
 // `lacuna compile SCENARIO -o FILE`: the IR every rank runs, binary or text.
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <string>
@@ -10,6 +11,7 @@
 #include "sim/core/error.h"
 #include "sim/ir/digest.h"
 #include "sim/placement/compile.h"
+#include "sim/placement/schedule_actions.h"
 #include "sim/report/format.h"
 #include "sim/report/names.h"
 #include "sim/run/program_input.h"
@@ -25,6 +27,8 @@ namespace {
 struct CompileOptions {
   std::string scenario;
   std::string output;
+  std::string dump_schedule;
+  bool with_p2p = false;
   bool text = false;
   int64_t scale_down = 1;
 };
@@ -47,9 +51,35 @@ OpCounts count_ops(const ir::RankClass& cls) {
   return c;
 }
 
+// The schedule's actions (sim/schedule/action.h): the text form, or
+// PyTorch's CSV for a .csv path.
+void dump_schedule(const scenario::LoadedScenario& loaded, const std::string& path, bool with_p2p) {
+  const schedule::ActionSchedule actions = placement::schedule_actions(loaded, with_p2p);
+  const bool csv = std::filesystem::path(path).extension() == ".csv";
+  std::string text;
+  if (!csv)
+    text = fmt::format("# {}: pipeline actions, one line per pipeline rank (docs/schedules.md){}\n", loaded.path,
+                       with_p2p ? "; sends and receives as blocking calls ('+' joins one batched call), which "
+                                  "execution.pipeline_p2p: P2P_OVERLAPPED replaces by overlapped transfers"
+                                : "");
+  text += csv ? schedule::format_csv(actions) : schedule::format_schedule(actions);
+  write_file_atomically(path, text);
+  size_t n = 0;
+  for (const auto& r : actions) n += r.size();
+  fmt::print("{}: {} actions on {} pipeline ranks ({} form)\n", path, n, actions.size(), csv ? "CSV" : "text");
+}
+
 int run_compile(const CompileOptions& o) {
-  check_outputs({{"--output", o.output}}, {{"SCENARIO", o.scenario}});
+  if (o.output.empty() && o.dump_schedule.empty())
+    throw Error(SourceLocation{{}, 0, 0, "--output"}, "nothing to write",
+                "give -o FILE for the program, --dump-schedule FILE for the schedule's actions, or both");
+  check_outputs({{"--output", o.output}, {"--dump-schedule", o.dump_schedule}}, {{"SCENARIO", o.scenario}});
   const scenario::LoadedScenario loaded = scenario::load_scenario(o.scenario, o.scale_down);
+  if (o.with_p2p && o.dump_schedule.empty())
+    throw Error(SourceLocation{{}, 0, 0, "--with-p2p"}, "--with-p2p shapes --dump-schedule's output",
+                "add --dump-schedule FILE");
+  if (!o.dump_schedule.empty()) dump_schedule(loaded, o.dump_schedule, o.with_p2p);
+  if (o.output.empty()) return 0;
   ir::Program program = placement::compile(loaded);
   // The resolved variability travels with the program (docs/variability.md),
   // so that `simulate FILE.pb` runs the cluster the scenario describes.
@@ -106,8 +136,14 @@ void add_compile_command(CLI::App& app, Action& action) {
   CLI::App* sub = app.add_subcommand("compile", "Compile a scenario into the per-rank program IR");
   sub->add_option("SCENARIO", o->scenario, "scenario file (.pbtxt, .textproto, .json)")->required();
   sub->add_option("-o,--output", o->output, "program file to write (binary ir::Program; text with --text)")
-      ->required()
       ->check(output_file());
+  sub->add_option("--dump-schedule", o->dump_schedule,
+                  "write the LLM pipeline's schedule as actions, one line per rank (PyTorch's CSV for a .csv "
+                  "path): a start for schedule.actions_file (docs/schedules.md)")
+      ->check(output_file());
+  sub->add_flag("--with-p2p", o->with_p2p,
+                "with --dump-schedule: write the pipeline's blocking sends and receives too (SEND_F, RECV_B, ...; "
+                "'+' joins one batched call), as the p2p pass places them");
   sub->add_flag("--text", o->text, "write protobuf text format instead of binary");
   add_scale_down_option(sub, o->scale_down);
   sub->callback([o, &action] { action = [o] { return run_compile(*o); }; });

@@ -13,6 +13,10 @@
 // ("published: 137 TFLOP/s per GPU", "published: 1.42 s iteration").
 // PTD-P and SAR run folded (one rank per class of identical ranks); output is
 // deterministic (rows in file-name order, fixed formatting).
+// --calibration PROFILE adds a third column to PTD-P and SAR: each row whose
+// GPU and precision the profile was measured on, simulated with the profile's
+// kernel times (planning included), with the share of kernel time the profile
+// timed exactly. Rows on other GPUs keep the two columns and say why.
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -21,20 +25,27 @@
 #include <memory>
 #include <optional>
 #include <regex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include "sim/calibration/calibrated_cost_model.h"
+#include "sim/calibration/coverage.h"
+#include "sim/calibration/profile_io.h"
 #include "sim/core/atomic_file.h"
 #include "sim/core/error.h"
 #include "sim/engine/simulator.h"
 #include "sim/placement/compile.h"
 #include "sim/run/lazy_cost_model.h"
+#include "sim/run/simulation_input.h"
 #include "sim/run/single_run.h"
 #include "sim/scenario/scenario.h"
+#include "tools/cli/calibration_option.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/network_option.h"
 #include "tools/cli/output_checks.h"
@@ -51,6 +62,22 @@ struct ValidateOptions {
   std::string only;
   std::string scenarios;
   int jobs = 0;
+  CalibrationOption calibration;
+};
+
+// The profile of --calibration, read once, and which rows it applies to.
+struct ValidationProfile {
+  run::CalibrationChoice choice;
+  calib::CalibrationProfile profile;
+  // A row is calibrated when the profile was measured on its GPU at its
+  // precision, or with --allow-device-mismatch.
+  bool applies_to(const scenario::Scenario& spec) const {
+    const bool device = calibration::check_device(profile, choice.profile, spec.cluster(), /*allow_mismatch=*/true);
+    return choice.allow_device_mismatch || (device && profile.precision() == spec.training().precision());
+  }
+  std::string describe() const {
+    return fmt::format("\"{}\", {}", profile.device().name(), scenario::Precision_Name(profile.precision()));
+  }
 };
 
 // One predicted-vs-published row. `lo`..`hi` is the published figure or
@@ -68,8 +95,16 @@ struct Row {
   // (scenario::best_case_kernel_model): the "before" column. Unset for the
   // collectives, which no kernel model times.
   std::optional<double> before;
+  // With --calibration: the row simulated with the profile's kernel times
+  // (unset for a row on another GPU or precision), and the share of the
+  // job's kernel time the profile timed exactly (not interpolated or
+  // extrapolated).
+  std::optional<double> calibrated;
+  double calibrated_exact_share = 0;
+  std::string not_calibrated;  // why, for a row the profile does not apply to
   double error() const { return error_of(predicted); }
   double before_error() const { return before ? error_of(*before) : 0; }
+  double calibrated_error() const { return calibrated ? error_of(*calibrated) : 0; }
   double error_of(double v) const {
     if (v < lo) return (v - lo) / lo;
     if (v > hi) return (v - hi) / hi;
@@ -103,6 +138,15 @@ struct Table {
     for (const Row& r : rows) s += r.before_error();
     return rows.empty() ? 0 : s / static_cast<double>(rows.size());
   }
+  // Over the calibrated rows only; 0 when there are none.
+  int calibrated_rows() const {
+    return static_cast<int>(std::count_if(rows.begin(), rows.end(), [](const Row& r) { return r.calibrated.has_value(); }));
+  }
+  double mae_calibrated() const {
+    double s = 0;
+    for (const Row& r : rows) s += std::abs(r.calibrated_error());
+    return calibrated_rows() == 0 ? 0 : s / calibrated_rows();
+  }
   const Row* worst() const {
     const Row* w = nullptr;
     for (const Row& r : rows)
@@ -116,10 +160,14 @@ struct Simulated {
   std::string model;  // "<cost model>; <network>"
 };
 
-Simulated simulate_row(const ir::Program& program, NetworkMode mode, bool fold) {
-  const run::LazyAnalyticCostModel cost(program.cluster(), program.info().precision());
+Simulated simulate_row(const ir::Program& program, const cost::CostModel& cost, NetworkMode mode, bool fold) {
   const run::SimulatedRun r = run::simulate(program, cost, mode, engine::SimulationOptions{.fold = fold});
   return {r.result.end_time.seconds(), r.models};
+}
+
+Simulated simulate_row(const ir::Program& program, NetworkMode mode, bool fold) {
+  const run::LazyAnalyticCostModel cost(program.cluster(), program.info().precision());
+  return simulate_row(program, cost, mode, fold);
 }
 
 // ---------------------------------------------------------------- collectives
@@ -284,7 +332,8 @@ double published_value(const scenario::LoadedScenario& s, const std::string& uni
   return std::stod(m[1].str());
 }
 
-Row run_scenario(const fs::path& file, const std::string& key, NetworkMode mode, std::string& model) {
+Row run_scenario(const fs::path& file, const std::string& key, NetworkMode mode, const ValidationProfile* profile,
+                 std::string& model) {
   const scenario::LoadedScenario loaded = scenario::load_scenario(file.string());
   const bool ptdp = key == "ptdp";
   const double published = ptdp ? published_value(loaded, "TFLOP/s per GPU", "137 TFLOP/s per GPU")
@@ -316,6 +365,29 @@ Row run_scenario(const fs::path& file, const std::string& key, NetworkMode mode,
   r.lo = r.hi = published;
   r.published = ptdp ? fmt::format("{:.0f}", published) : fmt::format("{:.2f}", published);
   model = s.model;
+  if (profile != nullptr) {
+    if (profile->applies_to(loaded.spec)) {
+      // Planned and timed with the profile, as `simulate --calibration` does.
+      run::CalibrationChoice choice = profile->choice;
+      choice.allow_device_mismatch = true;  // applies_to decided
+      const auto cost = run::make_cost_model(choice, loaded.spec.cluster(), loaded.spec.training().precision(),
+                                             file.string());
+      const ir::Program calibrated_program = placement::compile(loaded, *cost);
+      const auto& calibrated_model = dynamic_cast<const calibration::CalibratedCostModel&>(*cost);
+      const calibration::Coverage cov = calibration::kernel_coverage(calibrated_program, calibrated_model.kernels());
+      const int64_t total_ns = cov.total.time_ns();
+      r.calibrated_exact_share =
+          total_ns > 0 ? static_cast<double>(cov.total[calibration::LookupKind::kExact].time_ns) / total_ns : 0;
+      const double c_s = simulate_row(calibrated_program, *cost, mode, /*fold=*/true).seconds;
+      r.calibrated = ptdp ? (c_s > 0 ? calibrated_program.info().hardware_flops_per_iteration() / c_s /
+                                           static_cast<double>(calibrated_program.ranks_size()) / 1e12
+                                     : 0)
+                          : c_s;
+    } else {
+      r.not_calibrated = fmt::format("{}, {}", loaded.spec.cluster().gpu().name(),
+                                     scenario::Precision_Name(loaded.spec.training().precision()));
+    }
+  }
   return r;
 }
 
@@ -352,7 +424,8 @@ std::string pct(double e) {
   return fmt::format("{:+.1f} %", v == 0 ? 0.0 : v);
 }
 
-void print_table(const Table& t) {
+void print_table(const Table& t, const ValidationProfile* profile) {
+  const bool calibrated = profile != nullptr && t.key != "nccl";
   fmt::print("{}\n", t.title);
   fmt::print("  simulated with: {}\n\n", t.simulated_with);
   if (t.key == "nccl") {
@@ -361,27 +434,41 @@ void print_table(const Table& t) {
     for (const Row& r : t.rows)
       fmt::print("| {} | {} | {} | {:.3f} | {:.1f} | {} | {} |\n", r.name, r.detail, r.gpus, r.iteration_s * 1e3,
                  r.predicted, r.published, pct(r.error()));
-  } else if (t.key == "ptdp") {
-    fmt::print("| scenario | plan | GPUs | batch | iteration (s) | published TFLOP/s/GPU | before | error before | "
-               "predicted | error |\n");
-    fmt::print("|---|---|---|---|---|---|---|---|---|---|\n");
-    for (const Row& r : t.rows)
-      fmt::print("| {} | {} | {} | {} | {:.3f} | {} | {:.1f} | {} | {:.1f} | {} |\n", r.name, r.detail, r.gpus,
-                 r.batch, r.iteration_s, r.published, r.before.value_or(0), pct(r.before_error()), r.predicted,
-                 pct(r.error()));
   } else {
-    fmt::print("| scenario | plan | GPUs | batch | published iteration (s) | before (s) | error before | predicted (s) "
-               "| error |\n");
-    fmt::print("|---|---|---|---|---|---|---|---|---|\n");
-    for (const Row& r : t.rows)
-      fmt::print("| {} | {} | {} | {} | {} | {:.3f} | {} | {:.3f} | {} |\n", r.name, r.detail, r.gpus, r.batch,
-                 r.published, r.before.value_or(0), pct(r.before_error()), r.predicted, pct(r.error()));
+    const bool ptdp = t.key == "ptdp";
+    const char* value = ptdp ? "{:.1f}" : "{:.3f}";
+    auto v = [&](double x) { return fmt::format(fmt::runtime(value), x); };
+    fmt::print("{}", ptdp ? "| scenario | plan | GPUs | batch | iteration (s) | published TFLOP/s/GPU | before | error "
+                            "before | predicted | error |"
+                          : "| scenario | plan | GPUs | batch | published iteration (s) | before (s) | error before | "
+                            "predicted (s) | error |");
+    fmt::print("{}\n", calibrated ? " calibrated | error calibrated | kernel time exact |" : "");
+    fmt::print("|---|---|---|---|---|---|---|---|---|{}{}\n", ptdp ? "---|" : "", calibrated ? "---|---|---|" : "");
+    for (const Row& r : t.rows) {
+      fmt::print("| {} | {} | {} | {} | ", r.name, r.detail, r.gpus, r.batch);
+      if (ptdp) fmt::print("{:.3f} | ", r.iteration_s);
+      fmt::print("{} | {} | {} | {} | {} |", r.published, v(r.before.value_or(0)), pct(r.before_error()),
+                 v(r.predicted), pct(r.error()));
+      if (calibrated) {
+        if (r.calibrated)
+          fmt::print(" {} | {} | {:.0f} % |", v(*r.calibrated), pct(r.calibrated_error()),
+                     r.calibrated_exact_share * 100);
+        else
+          fmt::print(" — ({}) | | |", r.not_calibrated);
+      }
+      fmt::print("\n");
+    }
   }
   if (t.key != "nccl")
     fmt::print("\nBefore = the kernel model before its fit to measured kernels (best-case single-kernel rates, "
                "docs/cost-model.md#fitted-to-measured-kernels); predicted = as shipped.\n"
                "Mean absolute error before {:.1f} % (bias {}), as shipped {:.1f} % (bias {}).\n",
                t.mae_before() * 100, pct(t.bias_before()), t.mae() * 100, pct(t.bias()));
+  if (calibrated)
+    fmt::print("Calibrated = simulated with the kernel times of {} ({}; interpolated or extrapolated where the "
+               "kernel time is not exact): {} of {} rows, mean absolute error {:.1f} % over them.\n",
+               profile->choice.profile, profile->describe(), t.calibrated_rows(), t.rows.size(),
+               t.mae_calibrated() * 100);
   if (const Row* w = t.worst())
     fmt::print("\nMean absolute error {:.1f} %; worst row {} at {}.\n\n", t.mae() * 100, w->name, pct(w->error()));
 }
@@ -403,6 +490,13 @@ nlohmann::json table_json(const Table& t) {
       j["predicted_before_fit"] = *r.before;
       j["error_before_fit"] = r.before_error();
     }
+    if (r.calibrated) {
+      j["predicted_calibrated"] = *r.calibrated;
+      j["error_calibrated"] = r.calibrated_error();
+      j["calibrated_kernel_time_exact_share"] = r.calibrated_exact_share;
+    } else if (!r.not_calibrated.empty()) {
+      j["not_calibrated"] = "the profile was not measured on " + r.not_calibrated;
+    }
     rows.push_back(std::move(j));
   }
   const Row* w = t.worst();
@@ -412,6 +506,8 @@ nlohmann::json table_json(const Table& t) {
           {"rows", rows},
           {"mean_absolute_error", t.mae()},
           {"mean_absolute_error_before_fit", t.mae_before()},
+          {"calibrated_rows", t.calibrated_rows()},
+          {"mean_absolute_error_calibrated", t.mae_calibrated()},
           {"worst_row", w ? w->name : ""},
           {"worst_error", w ? w->error() : 0.0}};
 }
@@ -420,7 +516,14 @@ int run_validate(const ValidateOptions& o) {
   const bool all = o.only.empty();
   const int jobs = o.jobs > 0 ? o.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   std::optional<AtomicFile> json_file;
-  check_outputs({{"--json", o.json}}, {});
+  check_outputs({{"--json", o.json}}, {{"--calibration", o.calibration.profile}});
+  std::optional<ValidationProfile> profile;
+  if (o.calibration.enabled()) {
+    if (o.only == "nccl")
+      throw Error(SourceLocation{{}, 0, 0, "--calibration"}, "the nccl table times no kernels",
+                  "drop --calibration, or run the ptdp or sar table with it");
+    profile = ValidationProfile{o.calibration, calibration::read_profile(o.calibration.profile)};
+  }
   if (!o.json.empty()) json_file.emplace(o.json);  // an unwritable path fails before the runs
   std::vector<Table> tables;
   std::vector<std::string> models;
@@ -440,12 +543,31 @@ int run_validate(const ValidateOptions& o) {
   auto scenario_table = [&](const std::string& key, std::string title, std::string unit) {
     if (!dir) dir = find_scenario_dir(o.scenarios);
     const auto files = scenario_files(*dir, key + "-");
+    if (profile) {
+      // A profile that fits none of the table's rows is refused before any
+      // run, naming the rows' GPUs and precisions.
+      std::set<std::string> kinds;
+      bool any = false;
+      for (const fs::path& f : files) {
+        const scenario::LoadedScenario s = scenario::load_scenario(f.string());
+        any = any || profile->applies_to(s.spec);
+        kinds.insert(fmt::format("\"{}\" in {}", s.spec.cluster().gpu().name(),
+                                 scenario::Precision_Name(s.spec.training().precision())));
+      }
+      if (!any)
+        throw Error(SourceLocation{o.calibration.profile, 0, 0, "device.name"},
+                    fmt::format("the profile was measured on {}, but the {} rows run on {}", profile->describe(), key,
+                                fmt::join(kinds, ", ")),
+                    "calibrate on one of those GPUs at that precision (calib/device/campaign), or pass "
+                    "--allow-device-mismatch to use these times anyway");
+    }
     Table t;
     t.key = key;
     t.title = std::move(title);
     t.unit = std::move(unit);
     t.rows = run_all(files.size(), jobs,
-                     [&](size_t i, std::string& m) { return run_scenario(files[i], key, o.network, m); }, models);
+                     [&](size_t i, std::string& m) { return run_scenario(files[i], key, o.network, profile ? &*profile : nullptr, m);
+                     }, models);
     t.simulated_with = models.front();
     // Smallest job first (the papers' order), file name breaking ties.
     std::stable_sort(t.rows.begin(), t.rows.end(), [](const Row& a, const Row& b) { return a.gpus < b.gpus; });
@@ -458,9 +580,10 @@ int run_validate(const ValidateOptions& o) {
   if (all || o.only == "sar")
     scenario_table("sar", "SAR Table 5 (Korthikanti et al.): iteration time, folded simulation", "s per iteration");
 
-  for (const Table& t : tables) print_table(t);
+  for (const Table& t : tables) print_table(t, profile ? &*profile : nullptr);
   if (json_file) {
     nlohmann::json j{{"network", o.network == NetworkMode::kFlow ? "flow" : "analytic"}};
+    if (profile) j["calibration"] = {{"profile", o.calibration.profile}, {"measured_on", profile->describe()}};
     for (const Table& t : tables) j["tables"][t.key] = table_json(t);
     json_file->write(j.dump(2) + "\n");
     json_file->commit();
@@ -483,6 +606,7 @@ void add_validate_command(CLI::App& app, Action& action) {
                   "folder with ptdp-*.pbtxt and sar-*.pbtxt (default: scenarios/validation found upwards from the "
                   "working directory or the executable)");
   sub->add_option("-j,--jobs", o->jobs, "rows simulated in parallel (default: one per hardware thread)");
+  add_calibration_options(sub, o->calibration);
   sub->callback([o, &action] { action = [o] { return run_validate(*o); }; });
 }
 

@@ -1,0 +1,89 @@
+#include "sim/compiler/custom_schedule.h"
+
+#include <filesystem>
+
+#include "sim/compiler/segment_inputs.h"
+#include "sim/core/error.h"
+#include "sim/core/input_file.h"
+#include "sim/schedule/lower_p2p.h"
+#include "sim/schedule/validate_actions.h"
+
+namespace lacuna::compiler {
+namespace {
+
+// A schedule of 100,000 steps on 1,024 ranks is ~1 GB of text; real ones are
+// kilobytes (docs/reliability.md#inputs).
+constexpr InputKind kActionsInput{"schedule actions file", 64 * kMiB,
+                                  "give a schedule in the action IR's text form or CSV (docs/schedules.md)"};
+
+}  // namespace
+
+std::string actions_file_path(const scenario::LoadedScenario& scenario) {
+  const std::filesystem::path file = scenario.spec.schedule().actions_file();
+  if (file.is_absolute() || scenario.path.empty()) return file.string();
+  return (std::filesystem::path(scenario.path).parent_path() / file).lexically_normal().string();
+}
+
+namespace {
+
+schedule::ActionSchedule read_actions(const std::string& path, const schedule::PipelineShape& shape,
+                                      const SourceLocation& named_by) {
+  std::string text;
+  try {
+    text = read_input_file(path, kActionsInput);
+  } catch (const Error& e) {
+    throw Error(named_by, e.problem(), e.fix());
+  }
+  schedule::ActionSchedule actions = schedule::parse_schedule(text, path);
+  schedule::validate_actions(actions, shape, path);
+  schedule::to_schedule(actions, shape, path);  // what the builder's form cannot hold
+  if (schedule::has_p2p_actions(actions))        // written-out transfers, each where it belongs
+    for (int32_t r = 0; r < shape.pp; ++r) schedule::p2p_calls_of(actions, r, shape, path);
+  return actions;
+}
+
+}  // namespace
+
+CustomSchedule load_custom_schedule(const scenario::LoadedScenario& scenario, const schedule::PipelineShape& shape) {
+  const std::string path = actions_file_path(scenario);
+  const schedule::ActionSchedule actions =
+      read_actions(path, shape, scenario.locations.locate("schedule.actions_file"));
+  CustomSchedule out;
+  out.passes = schedule::to_schedule(actions, shape, path);
+  if (schedule::has_p2p_actions(actions)) {
+    out.p2p_calls.emplace();
+    for (int32_t r = 0; r < shape.pp; ++r) out.p2p_calls->push_back(schedule::p2p_calls_of(actions, r, shape, path));
+  }
+  return out;
+}
+
+schedule::PipelineShape scenario_pipeline_shape(const scenario::LoadedScenario& scenario) {
+  const PipelinePlan plan = pipeline_plan(scenario);
+  const int64_t v = scenario.spec.parallel().virtual_stages();
+  schedule::PipelineShape shape;
+  shape.pp = static_cast<int32_t>(plan.dims.pp);
+  shape.virtual_stages = v > 0 ? static_cast<int32_t>(v) : 1;
+  shape.microbatches = plan.microbatches;
+  if (shape.virtual_stages > 1)
+    shape.microbatch_group = static_cast<int32_t>(scenario.spec.parallel().microbatch_group_size_per_vp_stage());
+  return shape;
+}
+
+schedule::ActionSchedule scenario_actions(const scenario::LoadedScenario& scenario) {
+  if (scenario.spec.model().encoders_size() > 0)
+    throw Error(scenario.locations.locate("model.encoders"),
+                "the placements of encoders do not emit the action IR yet; only an LLM's pipeline schedule can be "
+                "written as actions",
+                "dump the schedule of the scenario without its encoders");
+  const schedule::PipelineShape shape = scenario_pipeline_shape(scenario);
+  const auto kind = scenario.spec.schedule().kind();
+  if (kind == scenario::CUSTOM)
+    return read_actions(actions_file_path(scenario), shape, scenario.locations.locate("schedule.actions_file"));
+  return schedule::to_actions(schedule::build_schedule(kind, shape), shape);
+}
+
+schedule::ActionSchedule check_actions_file(const scenario::LoadedScenario& scenario, const std::string& path) {
+  return read_actions(path, scenario_pipeline_shape(scenario), SourceLocation{path, 0, 0, "--schedule"});
+}
+
+}  // namespace lacuna::compiler

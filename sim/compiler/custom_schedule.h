@@ -1,0 +1,45 @@
+// schedule.actions_file (kind CUSTOM): a schedule users bring, read, checked
+// (sim/schedule/validate_actions.h) and converted to the builder's form that
+// the stage compiler lowers, exactly as a built-in schedule is.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sim/scenario/scenario.h"
+#include "sim/schedule/action.h"
+#include "sim/schedule/p2p_calls.h"
+
+namespace lacuna::compiler {
+
+// The file named by schedule.actions_file, resolved against the scenario
+// file's folder (as written when absolute).
+std::string actions_file_path(const scenario::LoadedScenario& scenario);
+
+// Reads, parses and validates the scenario's actions file for `shape`, and
+// returns each pipeline rank's compute passes. Errors name the actions file
+// (line, column and token for syntax; rank, step and action with the grid for
+// invariants); a missing or unreadable file names the scenario's field.
+struct CustomSchedule {
+  std::vector<std::vector<schedule::Action>> passes;  // per pipeline rank
+  // When the file writes out the pipeline's sends and receives: each rank's
+  // blocking calls as written (schedule::p2p_calls_of); else absent, and the
+  // p2p pass places them.
+  std::optional<std::vector<std::vector<schedule::P2pCall>>> p2p_calls;
+};
+CustomSchedule load_custom_schedule(const scenario::LoadedScenario& scenario, const schedule::PipelineShape& shape);
+
+// The LLM pipeline's shape of a scenario (pp, virtual stages, microbatches).
+schedule::PipelineShape scenario_pipeline_shape(const scenario::LoadedScenario& scenario);
+
+// The actions the scenario's LLM pipeline runs: the built-in schedule's or
+// the actions file's (validated). Throws for scenarios with encoders, whose
+// placements do not emit actions yet (docs/schedules.md#the-action-ir).
+schedule::ActionSchedule scenario_actions(const scenario::LoadedScenario& scenario);
+
+// `path` read and checked against the scenario's pipeline as if it were its
+// actions file; returns it parsed.
+schedule::ActionSchedule check_actions_file(const scenario::LoadedScenario& scenario, const std::string& path);
+
+}  // namespace lacuna::compiler

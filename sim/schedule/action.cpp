@@ -1,0 +1,369 @@
+#include "sim/schedule/action.h"
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "sim/core/error.h"
+
+namespace lacuna::schedule {
+namespace {
+
+struct TypeToken {
+  ActionType type;
+  std::string_view token;
+};
+
+// Longest tokens first, so that "RECV_F" is not read as "R" + "ECV_F".
+constexpr std::array<TypeToken, 15> kTypeTokens{{
+    {ActionType::kBoundarySend, "BSEND"},
+    {ActionType::kBoundaryRecv, "BRECV"},
+    {ActionType::kReduceGrad, "REDUCE_GRAD"},
+    {ActionType::kSendForward, "SEND_F"},
+    {ActionType::kRecvForward, "RECV_F"},
+    {ActionType::kSendBackward, "SEND_B"},
+    {ActionType::kRecvBackward, "RECV_B"},
+    {ActionType::kUnshard, "UNSHARD"},
+    {ActionType::kReshard, "RESHARD"},
+    {ActionType::kAmaxReduce, "AMAX"},
+    {ActionType::kForward, "F"},
+    {ActionType::kBackward, "B"},
+    {ActionType::kBackwardInput, "I"},
+    {ActionType::kBackwardWeight, "W"},
+    {ActionType::kRecompute, "R"},
+}};
+
+constexpr std::string_view kTypeList =
+    "F, B, I, W, R, SEND_F, RECV_F, SEND_B, RECV_B, UNSHARD, RESHARD, REDUCE_GRAD, AMAX, BSEND or BRECV";
+
+// A non-negative decimal that fits int32; nullopt otherwise. Advances `pos`.
+std::optional<int32_t> read_number(std::string_view s, size_t& pos) {
+  const size_t begin = pos;
+  while (pos < s.size() && s[pos] >= '0' && s[pos] <= '9') ++pos;
+  if (pos == begin) return std::nullopt;
+  int32_t v = 0;
+  const auto [end, ec] = std::from_chars(s.data() + begin, s.data() + pos, v);
+  if (ec != std::errc() || end != s.data() + pos) return std::nullopt;
+  return v;
+}
+
+bool module_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-' ||
+         c == '.';
+}
+
+[[noreturn]] void bad_action(std::string_view token, const std::string& where, const std::string& what) {
+  throw Error(SourceLocation{where, 0, 0, "action"}, fmt::format("\"{}\": {}", token, what),
+              fmt::format("write [module:]STAGE TYPE [MICROBATCH] [@FIRST-END], e.g. 0F3, 1SEND_B2, vit:0F1@4-9, "
+                          "0REDUCE_GRAD; TYPE is {}",
+                          kTypeList));
+}
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+  return s;
+}
+
+}  // namespace
+
+std::string_view type_token(ActionType t) {
+  for (const TypeToken& k : kTypeTokens)
+    if (k.type == t) return k.token;
+  return "?";
+}
+
+bool is_compute(ActionType t) { return t <= ActionType::kRecompute; }
+
+bool is_transfer(ActionType t) {
+  return (t >= ActionType::kSendForward && t <= ActionType::kRecvBackward) || t == ActionType::kBoundarySend ||
+         t == ActionType::kBoundaryRecv;
+}
+
+bool has_microbatch(ActionType t) {
+  return !(t == ActionType::kUnshard || t == ActionType::kReshard || t == ActionType::kReduceGrad ||
+           t == ActionType::kAmaxReduce);
+}
+
+std::string to_string(const ScheduleAction& a) {
+  std::string s;
+  if (!a.module.empty()) s += a.module + ":";
+  s += std::to_string(a.stage);
+  s += type_token(a.type);
+  if (has_microbatch(a.type)) s += std::to_string(a.microbatch);
+  if (a.kernels) s += fmt::format("@{}-{}", a.kernels->begin, a.kernels->end);
+  return s;
+}
+
+ScheduleAction parse_action(std::string_view token, const std::string& where) {
+  ScheduleAction a;
+  std::string_view rest = token;
+  if (const size_t colon = rest.find(':'); colon != std::string_view::npos) {
+    a.module = std::string(rest.substr(0, colon));
+    if (a.module.empty() || !std::all_of(a.module.begin(), a.module.end(), module_char))
+      bad_action(token, where, "a module name is letters, digits, '_', '-' or '.' before the ':'");
+    rest.remove_prefix(colon + 1);
+  }
+  size_t pos = 0;
+  const auto stage = read_number(rest, pos);
+  if (!stage) bad_action(token, where, "it does not start with a stage number (0 to 2^31 − 1)");
+  a.stage = *stage;
+  const std::string_view after = rest.substr(pos);
+  const TypeToken* type = nullptr;
+  for (const TypeToken& k : kTypeTokens)
+    if (after.substr(0, k.token.size()) == k.token) {
+      type = &k;
+      break;
+    }
+  if (type == nullptr) bad_action(token, where, "no action type after the stage");
+  a.type = type->type;
+  pos += type->token.size();
+  if (has_microbatch(a.type)) {
+    const auto mb = read_number(rest, pos);
+    if (!mb) bad_action(token, where, fmt::format("{} needs a microbatch number after it", type->token));
+    a.microbatch = *mb;
+  }
+  if (pos < rest.size() && rest[pos] == '@') {
+    if (!is_compute(a.type)) bad_action(token, where, "only compute passes take a kernel range");
+    ++pos;
+    const auto first = read_number(rest, pos);
+    if (!first || pos >= rest.size() || rest[pos] != '-') bad_action(token, where, "a kernel range is @FIRST-END");
+    ++pos;
+    const auto end = read_number(rest, pos);
+    if (!end) bad_action(token, where, "a kernel range is @FIRST-END");
+    if (*end <= *first) bad_action(token, where, "a kernel range's end must be past its first kernel");
+    a.kernels = KernelRange{*first, *end};
+  }
+  if (pos != rest.size()) bad_action(token, where, fmt::format("unexpected \"{}\" at its end", rest.substr(pos)));
+  return a;
+}
+
+std::string format_schedule(const ActionSchedule& s) {
+  std::string out;
+  for (size_t r = 0; r < s.size(); ++r) {
+    out += fmt::format("rank {}:", r);
+    bool joined = false;
+    for (const auto& a : s[r]) {
+      out += joined ? "+" : " ";
+      out += a ? to_string(*a) : std::string("_");
+      joined = a && a->joins_next;
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+std::string format_csv(const ActionSchedule& s) {
+  std::string out;
+  for (const RankActions& rank : s) {
+    for (size_t i = 0; i < rank.size(); ++i) {
+      if (i > 0) out += i > 0 && rank[i - 1] && rank[i - 1]->joins_next ? "+" : ",";
+      if (rank[i]) out += to_string(*rank[i]);
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+ActionSchedule parse_schedule(std::string_view text, const std::string& file) {
+  ActionSchedule out;
+  bool text_form = false, decided = false;
+  int line_no = 0;
+  size_t begin = 0;
+  while (begin <= text.size()) {
+    size_t end = text.find('\n', begin);
+    if (end == std::string_view::npos) end = text.size();
+    const std::string_view raw = text.substr(begin, end - begin);
+    ++line_no;
+    begin = end + 1;
+    const std::string_view line = trim(raw);
+    if (line.empty() || line.front() == '#') {
+      if (end == text.size()) break;
+      continue;
+    }
+    const bool rank_line = line.substr(0, 5) == "rank ";
+    if (!decided) {
+      text_form = rank_line;
+      decided = true;
+    }
+    auto at = [&](size_t col) { return SourceLocation{file, line_no, static_cast<int>(col + 1), "schedule"}; };
+    // One token: an action, or a batched call "a+b+c" of sends and receives.
+    auto parse_call = [&](std::string_view token, size_t column, RankActions& into) {
+      size_t start = 0;
+      while (true) {
+        const size_t plus = token.find('+', start);
+        const std::string_view part = token.substr(start, plus == std::string_view::npos ? plus : plus - start);
+        const std::string where = fmt::format("{}:{}:{}", file, line_no, column + start + 1);
+        ScheduleAction a = parse_action(part, where);
+        if (plus != std::string_view::npos || start > 0) {
+          if (!is_transfer(a.type))
+            throw Error(SourceLocation{where, 0, 0, "action"},
+                        fmt::format("\"{}\": only sends and receives join into one call with '+'", part),
+                        "write compute passes as separate actions");
+        }
+        a.joins_next = plus != std::string_view::npos;
+        into.push_back(std::move(a));
+        if (plus == std::string_view::npos) break;
+        start = plus + 1;
+      }
+    };
+    const size_t indent = static_cast<size_t>(line.data() - raw.data());
+    RankActions rank;
+    if (text_form) {
+      if (!rank_line)
+        throw Error(at(indent), "a line of the text form starts with \"rank R:\"",
+                    "write every line as \"rank R: ACTION ACTION ...\", or the whole file as CSV");
+      size_t pos = 5;
+      const auto r = read_number(line, pos);
+      if (!r || pos >= line.size() || line[pos] != ':')
+        throw Error(at(indent), "a line of the text form starts with \"rank R:\"", "");
+      if (*r != static_cast<int32_t>(out.size()))
+        throw Error(at(indent), fmt::format("rank {} where rank {} comes next", *r, out.size()),
+                    "list the ranks once each, in order from 0");
+      ++pos;
+      while (pos < line.size()) {
+        while (pos < line.size() && (line[pos] == ' ' || line[pos] == '\t')) ++pos;
+        if (pos >= line.size()) break;
+        const size_t start = pos;
+        while (pos < line.size() && line[pos] != ' ' && line[pos] != '\t') ++pos;
+        const std::string_view token = line.substr(start, pos - start);
+        if (token == "_") {
+          rank.push_back(std::nullopt);
+          continue;
+        }
+        parse_call(token, indent + start, rank);
+      }
+    } else {
+      if (rank_line)
+        throw Error(at(indent), "a \"rank R:\" line in a CSV schedule", "use one form for the whole file");
+      size_t start = 0;
+      while (start <= line.size()) {
+        size_t comma = line.find(',', start);
+        if (comma == std::string_view::npos) comma = line.size();
+        const std::string_view cell = trim(line.substr(start, comma - start));
+        if (cell.empty()) {
+          rank.push_back(std::nullopt);
+        } else {
+          parse_call(cell, indent + static_cast<size_t>(cell.data() - line.data()), rank);
+        }
+        if (comma == line.size()) break;
+        start = comma + 1;
+      }
+    }
+    out.push_back(std::move(rank));
+    if (end == text.size()) break;
+  }
+  if (out.empty())
+    throw Error(SourceLocation{file, 0, 0, "schedule"}, "the schedule lists no rank",
+                "write one line per pipeline rank (\"rank 0: 0F0 0B0\", or CSV)");
+  return out;
+}
+
+std::string format_grid(const ActionSchedule& s, int32_t first_step, int32_t last_step,
+                        std::optional<std::pair<int32_t, int32_t>> mark) {
+  size_t steps = 0;
+  for (const RankActions& r : s) steps = std::max(steps, r.size());
+  const int32_t last = std::min<int64_t>(last_step, static_cast<int64_t>(steps) - 1);
+  const int32_t first = std::max(0, first_step);
+  size_t width = fmt::format("rank {}", s.empty() ? 0 : s.size() - 1).size();
+  for (const RankActions& r : s)
+    for (const auto& a : r)
+      if (a) width = std::max(width, to_string(*a).size() + 2);
+  std::string out = fmt::format("{:>6}", "step");
+  for (size_t r = 0; r < s.size(); ++r) out += fmt::format(" {:>{}}", fmt::format("rank {}", r), width);
+  out += "\n";
+  for (int32_t step = first; step <= last; ++step) {
+    out += fmt::format("{:>6}", step);
+    for (size_t r = 0; r < s.size(); ++r) {
+      const auto& rank = s[r];
+      std::string cell;
+      if (static_cast<size_t>(step) < rank.size() && rank[static_cast<size_t>(step)])
+        cell = to_string(*rank[static_cast<size_t>(step)]) + (rank[static_cast<size_t>(step)]->joins_next ? "+" : "");
+      if (mark && mark->first == static_cast<int32_t>(r) && mark->second == step) cell += "*";
+      out += fmt::format(" {:>{}}", cell, width);
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+ActionSchedule to_actions(const std::vector<std::vector<Action>>& schedule, const PipelineShape& shape) {
+  ActionSchedule out(schedule.size());
+  for (size_t r = 0; r < schedule.size(); ++r) {
+    for (const Action& a : schedule[r]) {
+      ScheduleAction x;
+      switch (a.pass) {
+        case Pass::kForward: x.type = ActionType::kForward; break;
+        case Pass::kBackward: x.type = ActionType::kBackward; break;
+        case Pass::kBackwardInput: x.type = ActionType::kBackwardInput; break;
+        case Pass::kBackwardWeight: x.type = ActionType::kBackwardWeight; break;
+      }
+      x.stage = virtual_stage(shape, static_cast<int32_t>(r), a.chunk);
+      x.microbatch = a.microbatch;
+      out[r].push_back(std::move(x));
+    }
+  }
+  return out;
+}
+
+std::vector<std::vector<Action>> to_schedule(const ActionSchedule& s, const PipelineShape& shape,
+                                             const std::string& file) {
+  auto refuse = [&](size_t r, size_t step, const std::string& what, const std::string& fix) {
+    const int32_t st = static_cast<int32_t>(step);
+    throw Error(SourceLocation{file, 0, 0, "schedule"},
+                fmt::format("rank {}, step {}: {}\n{}", r, step, what,
+                            format_grid(s, st - 3, st + 3, std::make_pair(static_cast<int32_t>(r), st))),
+                fix);
+  };
+  if (static_cast<int32_t>(s.size()) != shape.pp)
+    throw Error(SourceLocation{file, 0, 0, "schedule"},
+                fmt::format("the schedule lists {} ranks, but the pipeline has pp = {}", s.size(), shape.pp),
+                "write one line per pipeline rank");
+  std::vector<std::vector<Action>> out(s.size());
+  for (size_t r = 0; r < s.size(); ++r) {
+    for (size_t step = 0; step < s[r].size(); ++step) {
+      const auto& a = s[r][step];
+      if (!a || !is_compute(a->type)) continue;  // p2p is the lowering's (p2p_calls.h)
+      if (!a->module.empty())
+        refuse(r, step, fmt::format("{} is an encoder's action; this scenario's pipeline runs the LLM only",
+                                    to_string(*a)),
+               "drop the module prefix");
+      if (a->kernels)
+        refuse(r, step, fmt::format("{} cuts a pass into kernels; a schedule file runs whole passes", to_string(*a)),
+               "drop the @FIRST-END range");
+      Pass pass = Pass::kForward;
+      switch (a->type) {
+        case ActionType::kForward: pass = Pass::kForward; break;
+        case ActionType::kBackward: pass = Pass::kBackward; break;
+        case ActionType::kBackwardInput: pass = Pass::kBackwardInput; break;
+        case ActionType::kBackwardWeight: pass = Pass::kBackwardWeight; break;
+        default:
+          refuse(r, step,
+                 fmt::format("{}: recomputation follows parallel.recompute; a schedule file does not place it",
+                             to_string(*a)),
+                 "drop the R actions");
+      }
+      const int32_t stages = shape.pp * shape.virtual_stages;
+      if (a->stage >= stages)
+        refuse(r, step, fmt::format("{} names stage {}, but the pipeline has {} stages (pp {} × virtual stages {})",
+                                    to_string(*a), a->stage, stages, shape.pp, shape.virtual_stages),
+               "number stages 0 to " + std::to_string(stages - 1));
+      if (a->stage % shape.pp != static_cast<int32_t>(r))
+        refuse(r, step,
+               fmt::format("{} names stage {}, which runs on rank {} (chunk c of rank r holds stage c·pp + r)",
+                           to_string(*a), a->stage, a->stage % shape.pp),
+               "move the action to its rank's line");
+      if (a->microbatch >= shape.microbatches)
+        refuse(r, step, fmt::format("{} names microbatch {}, but the iteration has {}", to_string(*a), a->microbatch,
+                                    shape.microbatches),
+               "number microbatches 0 to " + std::to_string(shape.microbatches - 1));
+      out[r].push_back({pass, a->microbatch, a->stage / shape.pp});
+    }
+  }
+  return out;
+}
+
+}  // namespace lacuna::schedule

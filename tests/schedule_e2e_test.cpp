@@ -1,0 +1,194 @@
+// End-to-end: schedules users bring (docs/schedules.md#schedules-users-bring).
+// A scenario's schedule dumped as actions and fed back as a CUSTOM schedule
+// simulates to the same iteration as the built-in one (GPIPE and ZB_H1 share
+// the custom schedule's p2p rule); the CSV form gives the same; a broken file
+// is refused naming the rank, the step and the action.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/cli_test_util.h"
+
+namespace lacuna::testing {
+namespace {
+
+// The scenario with its schedule kind replaced by `schedule_text`.
+std::string with_schedule(const std::string& scenario, const std::string& schedule_text) {
+  const std::string text = read_file(scenario);
+  return std::regex_replace(text, std::regex("schedule \\{[^}]*\\}"), "schedule { " + schedule_text + " }");
+}
+
+int64_t iteration_ns(const TempDir& dir, const std::string& scenario, const std::string& tag) {
+  const std::string json = dir / (tag + ".json");
+  const auto r = run_lacuna("simulate " + scenario + " --fold --ideal --no-trace --no-svg --json " + json);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  if (r.exit_code != 0) return -1;
+  return nlohmann::json::parse(read_file(json))["iteration_time_ns"].get<int64_t>();
+}
+
+TEST(ScheduleE2E, DumpedScheduleRunsAsTheBuiltInOne) {
+  TempDir dir("custom-schedule");
+  const std::string base = read_file(source_path("scenarios/llm/gpt-1.3b-8gpu.pbtxt"));
+  ASSERT_NE(base.find("kind: ONE_F_ONE_B"), std::string::npos);
+  for (const std::string kind : {"GPIPE", "ZB_H1"}) {
+    SCOPED_TRACE(kind);
+    const std::string builtin = dir / (kind + ".pbtxt");
+    std::ofstream(builtin) << with_schedule(source_path("scenarios/llm/gpt-1.3b-8gpu.pbtxt"), "kind: " + kind);
+    for (const std::string ext : {".txt", ".csv"}) {
+      const std::string actions = dir / (kind + ext);
+      const auto d = run_lacuna("compile " + builtin + " --dump-schedule " + actions);
+      ASSERT_EQ(d.exit_code, 0) << d.output;
+      EXPECT_NE(d.output.find("on 2 pipeline ranks"), std::string::npos) << d.output;
+      const std::string custom = dir / (kind + "-custom" + ext + ".pbtxt");
+      std::ofstream(custom) << with_schedule(source_path("scenarios/llm/gpt-1.3b-8gpu.pbtxt"),
+                                             "actions_file: \"" + kind + ext + "\"");
+      const auto c = run_lacuna("check " + custom);
+      ASSERT_EQ(c.exit_code, 0) << c.output;
+      EXPECT_NE(c.output.find("schedule.kind = CUSTOM"), std::string::npos) << c.output;
+      EXPECT_NE(c.output.find("# schedule " + actions + ": ok (2 pipeline ranks"), std::string::npos) << c.output;
+      EXPECT_EQ(iteration_ns(dir, custom, kind + ext), iteration_ns(dir, builtin, kind));
+    }
+  }
+  // The text form of 1F1B: rank 0 warms up with one forward.
+  const auto d = run_lacuna("compile " + source_path("scenarios/llm/gpt-1.3b-8gpu.pbtxt") + " --dump-schedule " +
+                            (dir / "1f1b.txt"));
+  ASSERT_EQ(d.exit_code, 0) << d.output;
+  EXPECT_NE(read_file(dir / "1f1b.txt").find("rank 0: 0F0 0F1 0B0 0F2 0B1"), std::string::npos)
+      << read_file(dir / "1f1b.txt");
+  EXPECT_NE(read_file(dir / "1f1b.txt").find("rank 1: 1F0 1B0 1F1 1B1"), std::string::npos);
+}
+
+// With its sends and receives written out (--with-p2p), 1F1B's schedule is
+// compiled with Megatron-LM's own calls: the same iteration as the built-in
+// 1F1B, to the nanosecond; the schedule file then differs from the generic
+// p2p rule's only in where the calls sit.
+TEST(ScheduleE2E, WrittenOutSendsAndReceivesAreCompiledAsWritten) {
+  TempDir dir("p2p-schedule");
+  const std::string scenario = source_path("scenarios/llm/gpt-1.3b-8gpu.pbtxt");
+  const auto d = run_lacuna("compile " + scenario + " --dump-schedule " + (dir / "p2p.txt") + " --with-p2p");
+  ASSERT_EQ(d.exit_code, 0) << d.output;
+  const std::string lowered = read_file(dir / "p2p.txt");
+  EXPECT_NE(lowered.find("rank 0: 0F0 0SEND_F0 0F1 0SEND_F1+0RECV_B0 0B0"), std::string::npos) << lowered;
+  const std::string custom = dir / "custom.pbtxt";
+  std::ofstream(custom) << with_schedule(scenario, "actions_file: \"p2p.txt\"");
+  EXPECT_EQ(iteration_ns(dir, custom, "custom"), iteration_ns(dir, scenario, "builtin"));
+  // A transfer removed is named.
+  std::string broken = lowered;
+  broken.replace(broken.find(" 0SEND_F0 "), 10, " ");
+  std::ofstream(dir / "broken.txt") << broken;
+  const auto b = run_lacuna("check " + scenario + " --schedule " + (dir / "broken.txt"));
+  EXPECT_EQ(b.exit_code, 2) << b.output;
+  EXPECT_NE(b.output.find("rank 0, step 0: 0F0 has no 0SEND_F0 after it"), std::string::npos) << b.output;
+  // --with-p2p alone is refused.
+  EXPECT_EQ(run_lacuna("compile " + scenario + " -o " + (dir / "p.pb") + " --with-p2p").exit_code, 2);
+}
+
+TEST(ScheduleE2E, BrokenSchedulesAreRefusedNamingRankStepAndAction) {
+  TempDir dir("bad-schedule");
+  const std::string scenario = source_path("scenarios/llm/gpt-1.3b-8gpu.pbtxt");
+  const std::string dumped = dir / "s.txt";
+  ASSERT_EQ(run_lacuna("compile " + scenario + " --dump-schedule " + dumped).exit_code, 0);
+  // Rank 1 runs microbatch 1's forward before microbatch 0's backward, which
+  // rank 0 needs before it forwards microbatch 1... swapped the other way:
+  // rank 0 waits on a backward that rank 1 runs only after a forward rank 0
+  // has not sent.
+  std::string text = read_file(dumped);
+  const std::string rank0 = "rank 0: 0F0 0F1 0B0";
+  ASSERT_NE(text.find(rank0), std::string::npos) << text;
+  text.replace(text.find(rank0), rank0.size(), "rank 0: 0F0 0B0 0F1");
+  const std::string rank1 = "rank 1: 1F0 1B0 1F1";
+  ASSERT_NE(text.find(rank1), std::string::npos) << text;
+  text.replace(text.find(rank1), rank1.size(), "rank 1: 1F0 1F1 1B0");
+  const std::string bad = dir / "bad.txt";
+  std::ofstream(bad) << text;
+  const auto r = run_lacuna("check " + scenario + " --schedule " + bad);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find(bad + ": schedule: rank 0, step 1: the schedule deadlocks"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("rank 0 step 1: 0B0 waits for 1B0 (rank 1 step 2)"), std::string::npos) << r.output;
+
+  // A syntax error: file, line, column and token.
+  const std::string typo = dir / "typo.txt";
+  std::ofstream(typo) << "rank 0: 0F0 0Q1\nrank 1: 1F0\n";
+  const auto t = run_lacuna("check " + scenario + " --schedule " + typo);
+  EXPECT_EQ(t.exit_code, 2) << t.output;
+  EXPECT_NE(t.output.find(typo + ":1:13: action: \"0Q1\""), std::string::npos) << t.output;
+
+  // A CUSTOM scenario whose file does not exist names the scenario's field.
+  const std::string missing = dir / "missing.pbtxt";
+  std::ofstream(missing) << with_schedule(scenario, "actions_file: \"nope.txt\"");
+  const auto m = run_lacuna("simulate " + missing + " --fold --no-trace --no-svg");
+  EXPECT_EQ(m.exit_code, 2) << m.output;
+  EXPECT_NE(m.output.find("schedule.actions_file"), std::string::npos) << m.output;
+  // CUSTOM without a file.
+  const std::string nofile = dir / "nofile.pbtxt";
+  std::ofstream(nofile) << with_schedule(scenario, "kind: CUSTOM");
+  const auto n = run_lacuna("check " + nofile);
+  EXPECT_EQ(n.exit_code, 2) << n.output;
+  EXPECT_NE(n.output.find("CUSTOM needs schedule.actions_file"), std::string::npos) << n.output;
+}
+
+// The Megatron-LM multimodal placements run one pipeline over encoder and LLM
+// stages: its actions are dumped; Optimus's schedule is not actions yet (and
+// nothing is written).
+TEST(ScheduleE2E, DumpsTheMegatronMultimodalPipelineAndRefusesOptimus) {
+  TempDir dir("mllm-schedule");
+  const std::string optimus = source_path("scenarios/mllm/optimus-small-vit3b-gpt11b-8xa100.pbtxt");
+  const auto o = run_lacuna("compile " + optimus + " --dump-schedule " + (dir / "o.txt"));
+  EXPECT_EQ(o.exit_code, 2) << o.output;
+  EXPECT_NE(o.output.find("OPTIMUS schedules its encoders in its own representation"), std::string::npos)
+      << o.output;
+  EXPECT_FALSE(std::filesystem::exists(dir / "o.txt"));
+  // MEGATRON_BASELINE: the vision model in stage 0 of an interleaved
+  // pp 2 × 12 pipeline; rank 1 holds stages 1, 3, …, 23.
+  const std::string baseline = source_path("scenarios/mllm/qwen3vl-vit-0.4b-qwen3-30b-a3b-16.pbtxt");
+  const auto b = run_lacuna("compile " + baseline + " --dump-schedule " + (dir / "b.txt"));
+  ASSERT_EQ(b.exit_code, 0) << b.output;
+  EXPECT_NE(b.output.find("on 2 pipeline ranks"), std::string::npos) << b.output;
+  const std::string dumped = read_file(dir / "b.txt");
+  EXPECT_NE(dumped.find("rank 1: 1F0 1F1 3F0 3F1"), std::string::npos) << dumped.substr(0, 400);
+  EXPECT_NE(dumped.find(" 23B0"), std::string::npos);
+}
+
+// Megatron-Core's microbatch group (parallel.microbatch_group_size_per_vp_stage):
+// four consecutive microbatches per chunk on a pp 2 × v 2 pipeline, so rank 0
+// warms up with (2 − 1)·2 + (2 − 1)·4 = 6 forwards, four of chunk 0 (stage 0)
+// then two of chunk 1 (stage 2); the scenario simulates.
+TEST(ScheduleE2E, MicrobatchGroupsReorderTheInterleavedSchedule) {
+  TempDir dir("microbatch-group");
+  std::string text = with_schedule(source_path("scenarios/llm/gpt-1.3b-8gpu.pbtxt"), "kind: INTERLEAVED_1F1B");
+  const std::string v1 = "virtual_stages: 1";
+  ASSERT_NE(text.find(v1), std::string::npos);
+  text.replace(text.find(v1), v1.size(), "virtual_stages: 2");
+  const std::string software = "software: \"megatron-core-0.12\"";
+  ASSERT_NE(text.find(software), std::string::npos);
+  text.replace(text.find(software), software.size(), software + " pipeline_p2p: P2P_OVERLAPPED");
+  const std::string classic = dir / "classic.pbtxt", grouped = dir / "grouped.pbtxt";
+  std::ofstream(classic) << text;
+  std::string g = text;
+  g.replace(g.find("virtual_stages: 2"), 17, "virtual_stages: 2 microbatch_group_size_per_vp_stage: 4");
+  std::ofstream(grouped) << g;
+  ASSERT_EQ(run_lacuna("compile " + grouped + " --dump-schedule " + (dir / "g.txt")).exit_code, 0);
+  EXPECT_NE(read_file(dir / "g.txt").find("rank 0: 0F0 0F1 0F2 0F3 2F0 2F1 2F2 2B0"), std::string::npos)
+      << read_file(dir / "g.txt");
+  ASSERT_EQ(run_lacuna("compile " + classic + " --dump-schedule " + (dir / "c.txt")).exit_code, 0);
+  EXPECT_NE(read_file(dir / "c.txt").find("rank 0: 0F0 0F1 2F0 2F1 0F2 2B0 0F3"), std::string::npos)
+      << read_file(dir / "c.txt");
+  EXPECT_GT(iteration_ns(dir, grouped, "grouped"), 0);
+  // Megatron-Core's range rule, named by field.
+  std::string bad = text;
+  bad.replace(bad.find("virtual_stages: 2"), 17, "virtual_stages: 2 microbatch_group_size_per_vp_stage: 7");
+  std::ofstream(dir / "bad.pbtxt") << bad;
+  const auto r = run_lacuna("check " + (dir / "bad.pbtxt"));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("parallel.microbatch_group_size_per_vp_stage: grouping 8 microbatches by 7 leaves a last "
+                          "group of 1"),
+            std::string::npos)
+      << r.output;
+}
+
+}  // namespace
+}  // namespace lacuna::testing
