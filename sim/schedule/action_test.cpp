@@ -5,20 +5,15 @@
 #include <random>
 
 #include "sim/core/error.h"
+#include "sim/core/error_testing.h"
 #include "sim/proto/scenario.pb.h"
 #include "sim/schedule/validate_actions.h"
 
 namespace lacuna::schedule {
 namespace {
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return format_error(e.where(), e.problem(), e.fix());
-  }
-  return "";
-}
+using testing_support::formatted_error_of;
+std::string error_of(const std::function<void()>& f) { return formatted_error_of(f); }
 
 ScheduleAction random_action(std::mt19937_64& rng) {
   ScheduleAction a;

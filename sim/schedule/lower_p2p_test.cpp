@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "sim/core/error.h"
+#include "sim/core/error_testing.h"
 #include "sim/proto/scenario.pb.h"
 #include "sim/schedule/validate_actions.h"
 
@@ -11,14 +12,8 @@ namespace {
 
 using lacuna::scenario::ScheduleKind;
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return format_error(e.where(), e.problem(), e.fix());
-  }
-  return "";
-}
+using testing_support::formatted_error_of;
+std::string error_of(const std::function<void()>& f) { return formatted_error_of(f); }
 
 // The pass and its inverse reproduce Megatron-LM's calls for every built-in
 // schedule, rank and a spread of shapes (warm-up longer than the

@@ -1,0 +1,21 @@
+// For tests: the text a lacuna::Error prints ("file:line:col: field: what
+// (fix)"), or "" when `f` throws nothing.
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "sim/core/error.h"
+
+namespace lacuna::testing_support {
+
+inline std::string formatted_error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return format_error(e.where(), e.problem(), e.fix());
+  }
+  return "";
+}
+
+}  // namespace lacuna::testing_support
