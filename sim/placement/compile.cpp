@@ -5,7 +5,7 @@
 #include "sim/compiler/compile.h"
 #include "sim/compiler/host_model.h"
 #include "sim/compiler/memory_overheads.h"
-#include "sim/compiler/megatron_mllm.h"
+#include "sim/placement/megatron_mllm.h"
 #include "sim/cost/cost_model.h"
 #include "sim/placement/heterogeneous.h"
 #include "sim/placement/megatron_encoder_pp.h"
@@ -77,7 +77,7 @@ CompileWithRecompute megatron_with(const scenario::LoadedScenario& scenario, sce
   return [&scenario, kind, &cost](const std::vector<ModuleRecompute>& r) {
     const scenario::LoadedScenario s = with_llm_recompute(scenario, r.at(0));
     const std::vector<ModuleRecompute> encoders(r.begin() + 1, r.end());
-    ir::Program p = compiler::compile_megatron_mllm(s, kind, cost, encoders);
+    ir::Program p = compile_megatron_mllm(s, kind, cost, encoders);
     // Megatron runs every encoder in the LLM's layout.
     const auto& par = s.spec.parallel();
     std::vector<scenario::ModuleLayout> layouts;

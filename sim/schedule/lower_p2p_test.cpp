@@ -29,7 +29,8 @@ TEST(LowerP2p, RoundTripsMegatronsCallsForEveryBuiltInSchedule) {
       for (ScheduleKind k : {lacuna::scenario::GPIPE, lacuna::scenario::ONE_F_ONE_B, lacuna::scenario::ZB_H1})
         cases.push_back({k, {.pp = pp, .virtual_stages = 1, .microbatches = m}});
       if (pp >= 2 && m % pp == 0)
-        for (int32_t v : {2, 3}) cases.push_back({lacuna::scenario::INTERLEAVED_1F1B, {.pp = pp, .virtual_stages = v, .microbatches = m}});
+        for (int32_t v : {2, 3})
+          cases.push_back({lacuna::scenario::INTERLEAVED_1F1B, {.pp = pp, .virtual_stages = v, .microbatches = m}});
     }
   for (const Case& c : cases) {
     const auto built = build_schedule(c.kind, c.shape);

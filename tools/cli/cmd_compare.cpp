@@ -17,18 +17,14 @@
 #include "sim/core/error.h"
 #include "sim/engine/simulator.h"
 #include "sim/placement/compile.h"
-#include "sim/placement/hetero_layouts.h"
-#include "sim/placement/modules.h"
-#include "sim/report/bubble_accounting.h"
 #include "sim/report/compare_csv.h"
 #include "sim/report/compare_report.h"
 #include "sim/report/format.h"
 #include "sim/report/names.h"
 #include "sim/report/pipeline_svg.h"
-#include "sim/report/rank_spec.h"
 #include "sim/report/summary.h"
 #include "sim/run/program_input.h"
-#include "sim/run/single_run.h"
+#include "sim/run/placement_comparison.h"
 #include "sim/scenario/edits.h"
 #include "sim/scenario/scenario.h"
 #include "tools/cli/calibration_option.h"
@@ -59,72 +55,6 @@ struct CompareOptions {
 
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
-
-// One simulation: the summary and (when asked) the timeline of `rank`.
-struct Run {
-  report::Summary summary;
-  std::optional<report::TimelineRow> row;
-  std::string cost_model;
-};
-
-// `calibrated`: the --calibration model; null: the program's own lazy analytic model, as always.
-Run simulate_placement(const ir::Program& program, const cost::CostModel* calibrated, bool fold, NetworkMode mode,
-             std::optional<int32_t> rank) {
-  const std::unique_ptr<cost::CostModel> analytic =
-      calibrated != nullptr ? nullptr : run::make_cost_model({}, program.cluster(), program.info().precision());
-  const cost::CostModel& cost = calibrated != nullptr ? *calibrated : *analytic;
-  std::optional<report::PipelineSvg> svg;
-  std::vector<engine::Observer*> observers;
-  if (rank) {
-    svg.emplace(program, report::parse_rank_spec(std::to_string(*rank)));
-    observers.push_back(&*svg);
-  }
-  run::SummarizedRun simulated = run::simulate_and_summarize(program, cost, mode, fold, observers);
-  Run run{std::move(simulated.summary), std::nullopt, simulated.run.models};
-  if (svg) {
-    std::vector<report::TimelineRow> rows = svg->rows();
-    if (!rows.empty()) run.row = std::move(rows.front());
-  }
-  return run;
-}
-
-// The SVG row of one placement: its name, the rank drawn (its representative
-// in fold mode) and the timeline; a note instead when there is none.
-report::TimelineRow timeline_row(const std::string& name, const std::string& id, const Run* run,
-                                 const std::string& note, int32_t rank) {
-  report::TimelineRow row;
-  if (run != nullptr && run->row) {
-    row = *run->row;  // labelled with the drawn rank, ends at the iteration end
-    row.sublabel = row.rank == rank ? row.label : fmt::format("{} (for rank {})", row.label, rank);
-  } else {
-    row.rank = rank;
-    row.sublabel = fmt::format("rank {}", rank);
-    row.note = note;
-  }
-  row.label = name;
-  row.id = id;
-  return row;
-}
-
-std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
-
-// At most `max` bytes, cut at a UTF-8 character boundary, "…" when cut (an
-// SVG note has one line).
-std::string clip(std::string s, size_t max) {
-  if (s.size() <= max) return s;
-  size_t cut = max;
-  while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;
-  return s.substr(0, cut) + "…";
-}
-
-// For the table: the field and the message without the file location (the
-// scenario is the one being compared).
-std::string reason_of(const Error& e) {
-  std::string r = e.where().field.empty() ? std::string() : e.where().field + ": ";
-  r += e.problem();
-  if (!e.fix().empty()) r += " (" + e.fix() + ")";
-  return r;
-}
 
 void print_deadlock(const std::string& what, const engine::DeadlockError& e) {
   fmt::print(stderr, "lacuna: error: {}: deadlock: {}\n", what, e.what());
@@ -183,105 +113,15 @@ int run_compare(const CompareOptions& o) {
   const bool fold = !o.full;
   const std::optional<int32_t> drawn = svg_file ? std::optional<int32_t>(o.rank) : std::nullopt;
 
-  report::Comparison cmp;
+  run::ComparisonRun result = run::compare_placements(
+      loaded, kinds, run::ComparisonOptions{o.network, fold, calibrated.get(), drawn});
+  report::Comparison& cmp = result.comparison;
   cmp.scenario_name = loaded.spec.name();
   cmp.scenario_file = o.scenario;
-  cmp.folded = fold;
-  report::CompareRunStats stats;
-  bool deadlocked = false;
-
-  // One placement at a time (a 3,072-GPU program is large): compile, then
-  // simulate. What fails to compile or simulate becomes a row with the reason.
-  std::vector<report::TimelineRow> rows;
-  auto note_for = [&](const ir::Program* p, const std::string& error) {
-    if (!error.empty() || p == nullptr) return clip("not simulated: " + first_line(error), 200);
-    return fmt::format("rank {} does not exist here ({} GPUs)", o.rank, p->ranks_size());
-  };
-  // Simulates `program` into `run`, or says in `error` why it could not.
-  auto simulate_into = [&](const std::string& what, const ir::Program& program, std::optional<Run>& run,
-                           std::string& error, std::string& reason) {
-    const bool has_rank = drawn && *drawn < program.ranks_size();
-    try {
-      run = simulate_placement(program, calibrated.get(), fold, o.network, has_rank ? drawn : std::nullopt);
-      if (cmp.cost_model.empty()) cmp.cost_model = run->cost_model;
-    } catch (const engine::DeadlockError& e) {
-      print_deadlock(what, e);
-      deadlocked = true;
-      error = std::string("deadlock: ") + e.what();
-      reason = error;
-    } catch (const Error& e) {
-      error = std::string("simulation failed: ") + e.what();
-      reason = "simulation failed: " + reason_of(e);
-    }
-  };
-  // The heterogeneous placement runs in both modes, each with the layouts the
-  // scenario gives for it or derived (placement::choose_heterogeneous).
-  struct Entry {
-    scenario::PlacementKind kind;
-    std::optional<placement::HeteroMode> mode;
-  };
-  std::vector<Entry> entries;
-  for (scenario::PlacementKind kind : kinds) {
-    if (kind != scenario::HETEROGENEOUS) {
-      entries.push_back({kind, std::nullopt});
-      continue;
-    }
-    entries.push_back({kind, placement::HeteroMode::kColocated});
-    entries.push_back({kind, placement::HeteroMode::kNonColocated});
-  }
-  for (const Entry& entry : entries) {
-    const scenario::PlacementKind kind = entry.kind;
-    report::PlacementOutcome outcome;
-    outcome.kind = kind;
-    if (entry.mode) outcome.variant = std::string(placement::hetero_mode_name(*entry.mode));
-    const std::string name = report::outcome_name(outcome);
-    std::optional<ir::Program> program;
-    const auto t0 = Clock::now();
-    try {
-      if (entry.mode) {
-        placement::HeteroChoice choice = calibrated
-                                             ? placement::choose_heterogeneous(loaded, *entry.mode, *calibrated)
-                                             : placement::choose_heterogeneous(loaded, *entry.mode);
-        outcome.layout = choice.description;
-        program = std::move(choice.program);
-      } else {
-        program = calibrated ? placement::compile_as(loaded, kind, *calibrated) : placement::compile_as(loaded, kind);
-      }
-    } catch (const Error& e) {
-      outcome.error = e.what();
-      outcome.reason = reason_of(e);
-    }
-    if (kind == scenario::OPTIMUS && program) stats.optimus_planner_seconds = seconds_since(t0);
-    // Over HBM even at the recompute its planner chose: simulated, not ranked.
-    if (program) outcome.over_memory = placement::infeasibility_reason(*program);
-    std::optional<Run> run;
-    if (program) simulate_into(name, *program, run, outcome.error, outcome.reason);
-    if (run) outcome.summary = run->summary;
-    if (drawn) {
-      rows.push_back(timeline_row(name, "placement-" + report::outcome_key(outcome), run ? &*run : nullptr,
-                                  note_for(program ? &*program : nullptr,
-                                           outcome.reason.empty() ? outcome.error : outcome.reason),
-                                  o.rank));
-    }
-    cmp.placements.push_back(std::move(outcome));
-  }
-  {
-    std::optional<ir::Program> program;
-    try {
-      const scenario::LoadedScenario llm = placement::llm_only(loaded);
-      program = calibrated ? placement::compile(llm, *calibrated) : placement::compile(llm);
-    } catch (const Error& e) {
-      cmp.llm_only_error = e.what();
-    }
-    std::optional<Run> run;
-    std::string reason;
-    if (program) simulate_into("LLM alone", *program, run, cmp.llm_only_error, reason);
-    if (run) cmp.llm_only = run->summary;
-    if (drawn && (run || !cmp.llm_only_error.empty())) {
-      rows.push_back(timeline_row("LLM alone", "llm-only", run ? &*run : nullptr,
-                                  note_for(program ? &*program : nullptr, cmp.llm_only_error), o.rank));
-    }
-  }
+  report::CompareRunStats& stats = result.stats;
+  for (const auto& [what, e] : result.deadlocks) print_deadlock(what, e);
+  const bool deadlocked = !result.deadlocks.empty();
+  std::vector<report::TimelineRow>& rows = result.rows;
 
   bool any_simulated = false;
   for (const auto& p : cmp.placements) any_simulated |= p.summary.has_value();

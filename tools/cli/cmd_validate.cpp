@@ -1,50 +1,17 @@
 // `lacuna validate`: predicted vs published, in one command (docs/validation.md).
-//
-// Three tables:
-//  - nccl: collective micro-scenarios. Each row is a tiny program (one group,
-//    one collective per rank, or one send/recv pair) simulated by the engine
-//    with the chosen communication model; busbw = size × nccl-tests factor /
-//    simulated time, against published nccl-tests figures.
-//  - ptdp: PTD-P Table 1 (scenarios/validation/ptdp-*.pbtxt), TFLOP/s per GPU
-//    counted with the paper's eq. 3 (ProgramInfo.hardware_flops_per_iteration
-//    for full recompute) over the simulated iteration time.
-//  - sar: SAR Table 5 (scenarios/validation/sar-*.pbtxt), iteration time.
-// Each scenario's published figure is read from its `description`
-// ("published: 137 TFLOP/s per GPU", "published: 1.42 s iteration").
-// PTD-P and SAR run folded (one rank per class of identical ranks); output is
-// deterministic (rows in file-name order, fixed formatting).
-// --calibration PROFILE adds a third column to PTD-P and SAR: each row whose
-// GPU and precision the profile was measured on, simulated with the profile's
-// kernel times (planning included), with the share of kernel time the profile
-// timed exactly. Rows on other GPUs keep the two columns and say why.
-#include <algorithm>
-#include <atomic>
+// The runs are the library's (sim/run/validation.h); this prints the tables
+// and writes them as JSON.
 #include <cmath>
-#include <cstdlib>
-#include <filesystem>
 #include <memory>
 #include <optional>
-#include <regex>
-#include <set>
 #include <string>
-#include <thread>
-#include <vector>
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
-#include "sim/calibration/calibrated_cost_model.h"
-#include "sim/calibration/coverage.h"
-#include "sim/calibration/profile_io.h"
 #include "sim/core/atomic_file.h"
 #include "sim/core/error.h"
-#include "sim/engine/simulator.h"
-#include "sim/placement/compile.h"
-#include "sim/run/lazy_cost_model.h"
-#include "sim/run/simulation_input.h"
-#include "sim/run/single_run.h"
-#include "sim/scenario/scenario.h"
+#include "sim/run/validation.h"
 #include "tools/cli/calibration_option.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/network_option.h"
@@ -54,368 +21,10 @@ namespace lacuna::cli {
 
 namespace {
 
-namespace fs = std::filesystem;
-
 struct ValidateOptions {
-  NetworkMode network = NetworkMode::kFlow;
+  run::ValidationOptions run;
   std::string json;
-  std::string only;
-  std::string scenarios;
-  int jobs = 0;
-  CalibrationOption calibration;
 };
-
-// The profile of --calibration, read once, and which rows it applies to.
-struct ValidationProfile {
-  run::CalibrationChoice choice;
-  calib::CalibrationProfile profile;
-  // A row is calibrated when the profile was measured on its GPU at its
-  // precision, or with --allow-device-mismatch.
-  bool applies_to(const scenario::Scenario& spec) const {
-    const bool device = calibration::check_device(profile, choice.profile, spec.cluster(), /*allow_mismatch=*/true);
-    return choice.allow_device_mismatch || (device && profile.precision() == spec.training().precision());
-  }
-  std::string describe() const {
-    return fmt::format("\"{}\", {}", profile.device().name(), scenario::Precision_Name(profile.precision()));
-  }
-};
-
-// One predicted-vs-published row. `lo`..`hi` is the published figure or
-// range; the error is relative to the nearest end of the range (0 inside it).
-struct Row {
-  std::string name;
-  std::string detail;     // GPUs, batch, collective, ...
-  double predicted = 0;   // busbw GB/s, TFLOP/s per GPU, or seconds
-  double lo = 0, hi = 0;  // published
-  std::string published;  // as printed ("≈230", "365–370", "137")
-  double iteration_s = 0;
-  int64_t gpus = 0;
-  int64_t batch = 0;
-  // The same row under the kernel model before the fit to measured kernels
-  // (scenario::best_case_kernel_model): the "before" column. Unset for the
-  // collectives, which no kernel model times.
-  std::optional<double> before;
-  // With --calibration: the row simulated with the profile's kernel times
-  // (unset for a row on another GPU or precision), and the share of the
-  // job's kernel time the profile timed exactly (not interpolated or
-  // extrapolated).
-  std::optional<double> calibrated;
-  double calibrated_exact_share = 0;
-  std::string not_calibrated;  // why, for a row the profile does not apply to
-  double error() const { return error_of(predicted); }
-  double before_error() const { return before ? error_of(*before) : 0; }
-  double calibrated_error() const { return calibrated ? error_of(*calibrated) : 0; }
-  double error_of(double v) const {
-    if (v < lo) return (v - lo) / lo;
-    if (v > hi) return (v - hi) / hi;
-    return 0;
-  }
-};
-
-struct Table {
-  std::string key;    // nccl, ptdp, sar
-  std::string title;  // printed heading
-  std::string unit;
-  std::vector<Row> rows;
-  std::string simulated_with;  // the communication model description of the first row
-  double mae() const {
-    double s = 0;
-    for (const Row& r : rows) s += std::abs(r.error());
-    return rows.empty() ? 0 : s / static_cast<double>(rows.size());
-  }
-  double mae_before() const {
-    double s = 0;
-    for (const Row& r : rows) s += std::abs(r.before_error());
-    return rows.empty() ? 0 : s / static_cast<double>(rows.size());
-  }
-  double bias() const {
-    double s = 0;
-    for (const Row& r : rows) s += r.error();
-    return rows.empty() ? 0 : s / static_cast<double>(rows.size());
-  }
-  double bias_before() const {
-    double s = 0;
-    for (const Row& r : rows) s += r.before_error();
-    return rows.empty() ? 0 : s / static_cast<double>(rows.size());
-  }
-  // Over the calibrated rows only; 0 when there are none.
-  int calibrated_rows() const {
-    return static_cast<int>(std::count_if(rows.begin(), rows.end(), [](const Row& r) { return r.calibrated.has_value(); }));
-  }
-  double mae_calibrated() const {
-    double s = 0;
-    for (const Row& r : rows) s += std::abs(r.calibrated_error());
-    return calibrated_rows() == 0 ? 0 : s / calibrated_rows();
-  }
-  const Row* worst() const {
-    const Row* w = nullptr;
-    for (const Row& r : rows)
-      if (w == nullptr || std::abs(r.error()) > std::abs(w->error())) w = &r;
-    return w;
-  }
-};
-
-struct Simulated {
-  double seconds = 0;
-  std::string model;  // "<cost model>; <network>"
-};
-
-Simulated simulate_row(const ir::Program& program, const cost::CostModel& cost, NetworkMode mode, bool fold) {
-  const run::SimulatedRun r = run::simulate(program, cost, mode, engine::SimulationOptions{.fold = fold});
-  return {r.result.end_time.seconds(), r.models};
-}
-
-Simulated simulate_row(const ir::Program& program, NetworkMode mode, bool fold) {
-  const run::LazyAnalyticCostModel cost(program.cluster(), program.info().precision());
-  return simulate_row(program, cost, mode, fold);
-}
-
-// ---------------------------------------------------------------- collectives
-
-struct NcclCase {
-  std::string name;
-  std::string collective;
-  const char* preset;
-  int nodes;
-  std::optional<bool> nvls;  // override the preset
-  bool p2p = false;          // one send from node 0 to node 1
-  int64_t bytes;
-  double lo, hi;
-  std::string published;
-};
-
-// Published nccl-tests figures (shared/reference/models-and-hardware.md §3).
-// nccl-tests' plateau: 1 GiB messages (512 MB for the 1,984-GPU row, as
-// published); p2p 1 GiB.
-std::vector<NcclCase> nccl_cases() {
-  constexpr int64_t kGiB = int64_t{1} << 30;
-  return {
-      {"8×A100 SXM", "all-reduce", "a100-80gb-sxm", 1, std::nullopt, false, kGiB, 230, 230, "≈230"},
-      {"8×H100 SXM, NVLS off", "all-reduce", "h100-sxm", 1, false, false, kGiB, 365, 370, "365–370"},
-      {"8×H100 SXM, NVLS", "all-reduce", "h100-sxm", 1, true, false, kGiB, 480, 480, "≈480"},
-      {"2 × DGX A100 (8 × HDR each)", "all-reduce", "a100-80gb-sxm", 2, std::nullopt, false, kGiB, 192, 192, "≈192"},
-      {"H100 NDR, node to node", "p2p (one NIC)", "h100-sxm", 2, std::nullopt, true, kGiB, 46, 49, "46–49"},
-      {"248 × 8 H200", "all-reduce 512 MB", "h200-sxm", 248, std::nullopt, false, 512'000'000, 300, 350,
-       "≈350, sometimes < 300"},
-  };
-}
-
-ir::Program nccl_program(const NcclCase& c) {
-  ir::Program p;
-  scenario::Cluster cluster = scenario::hardware_preset(c.preset);
-  cluster.set_num_nodes(c.nodes);
-  if (c.nvls) cluster.set_nvls(*c.nvls);
-  const int gpn = static_cast<int>(cluster.gpus_per_node());
-  *p.mutable_cluster() = cluster;
-  const int n = c.p2p ? 2 : c.nodes * gpn;
-  auto* info = p.mutable_info();
-  info->set_scenario_name("nccl: " + c.name);
-  info->set_num_ranks(n);
-  info->set_precision(scenario::BF16);
-  info->set_peak_flops_per_gpu(scenario::peak_flops_per_s(cluster.gpu(), scenario::BF16));
-  auto node_of = [&](int r) { return c.p2p ? r : r / gpn; };
-  auto local_of = [&](int r) { return c.p2p ? 0 : r % gpn; };
-  if (c.p2p) {
-    auto* slot = p.add_peer_slots();
-    slot->set_name("peer");
-    for (int side = 0; side < 2; ++side) {
-      ir::RankClass* k = p.add_classes();
-      k->set_name(side == 0 ? "sender" : "receiver");
-      ir::Stream* s = k->add_streams();
-      s->set_name(side == 0 ? "send" : "recv");
-      s->set_kind(side == 0 ? ir::PP_SEND : ir::PP_RECV);
-      ir::Op* op = s->add_ops();
-      if (side == 0) {
-        auto* snd = op->mutable_send();
-        snd->set_peer_slot(0);
-        snd->set_bytes(c.bytes);
-      } else {
-        auto* rcv = op->mutable_recv();
-        rcv->set_peer_slot(0);
-        rcv->set_bytes(c.bytes);
-      }
-    }
-  } else {
-    auto* slot = p.add_group_slots();
-    slot->set_name("world");
-    slot->set_kind(ir::WORLD);
-    ir::Group* g = p.add_groups();
-    g->set_kind(ir::WORLD);
-    for (int r = 0; r < n; ++r) g->add_ranks(r);
-    ir::RankClass* k = p.add_classes();
-    k->set_name("member");
-    ir::Stream* s = k->add_streams();
-    s->set_name("comm");
-    s->set_kind(ir::DP_COMM);
-    auto* coll = s->add_ops()->mutable_collective();
-    coll->set_kind(ir::ALL_REDUCE);
-    coll->set_group_slot(0);
-    coll->set_bytes(c.bytes);
-  }
-  for (int r = 0; r < n; ++r) {
-    ir::RankBinding* b = p.add_ranks();
-    b->set_class_id(c.p2p ? r : 0);
-    if (c.p2p)
-      b->add_peer(1 - r);
-    else
-      b->add_group(0);
-    b->set_node(node_of(r));
-    b->set_local_gpu(local_of(r));
-  }
-  return p;
-}
-
-Row run_nccl(const NcclCase& c, NetworkMode mode, std::string& model) {
-  const ir::Program program = nccl_program(c);
-  const Simulated s = simulate_row(program, mode, /*fold=*/true);
-  const double n = static_cast<double>(program.ranks_size());
-  const double factor = c.p2p ? 1.0 : 2.0 * (n - 1) / n;  // nccl-tests busbw factor
-  Row r;
-  r.name = c.name;
-  r.detail = c.collective;
-  r.gpus = program.ranks_size();
-  r.iteration_s = s.seconds;
-  r.predicted = s.seconds > 0 ? static_cast<double>(c.bytes) * factor / s.seconds / 1e9 : 0;
-  r.lo = c.lo;
-  r.hi = c.hi;
-  r.published = c.published;
-  model = s.model;
-  return r;
-}
-
-// ---------------------------------------------------------------- scenarios
-
-// scenarios/validation: --scenarios, else looked for upwards from the working
-// directory and from the executable's directory.
-fs::path find_scenario_dir(const std::string& given) {
-  if (!given.empty()) {
-    if (!fs::is_directory(given))
-      throw Error(SourceLocation{given, 0, 0, "--scenarios"}, "not a directory",
-                  "give the folder holding ptdp-*.pbtxt and sar-*.pbtxt (scenarios/validation)");
-    return given;
-  }
-  std::vector<fs::path> starts{fs::current_path()};
-  std::error_code ec;
-  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) starts.push_back(exe.parent_path());
-  for (fs::path dir : starts) {
-    for (int up = 0; up < 6 && !dir.empty(); ++up) {
-      const fs::path cand = dir / "scenarios" / "validation";
-      if (fs::is_directory(cand)) return cand;
-      if (dir == dir.parent_path()) break;
-      dir = dir.parent_path();
-    }
-  }
-  throw Error(SourceLocation{{}, 0, 0, "--scenarios"}, "cannot find scenarios/validation",
-              "run from the lacuna source tree or pass --scenarios DIR");
-}
-
-std::vector<fs::path> scenario_files(const fs::path& dir, const std::string& prefix) {
-  std::vector<fs::path> files;
-  for (const auto& e : fs::directory_iterator(dir)) {
-    const std::string name = e.path().filename().string();
-    if (e.is_regular_file() && name.rfind(prefix, 0) == 0 && e.path().extension() == ".pbtxt") files.push_back(e.path());
-  }
-  std::sort(files.begin(), files.end());
-  if (files.empty())
-    throw Error(SourceLocation{dir.string(), 0, 0, {}}, "no " + prefix + "*.pbtxt scenarios in the folder");
-  return files;
-}
-
-double published_value(const scenario::LoadedScenario& s, const std::string& unit_regex, const std::string& what) {
-  const std::regex re("published: ([0-9]+(\\.[0-9]+)?) " + unit_regex);
-  std::smatch m;
-  const std::string& d = s.spec.description();
-  if (!std::regex_search(d, m, re))
-    throw Error(SourceLocation{s.path, 0, 0, "description"}, "no published figure in the description",
-                "write it as \"published: " + what + "\"");
-  return std::stod(m[1].str());
-}
-
-Row run_scenario(const fs::path& file, const std::string& key, NetworkMode mode, const ValidationProfile* profile,
-                 std::string& model) {
-  const scenario::LoadedScenario loaded = scenario::load_scenario(file.string());
-  const bool ptdp = key == "ptdp";
-  const double published = ptdp ? published_value(loaded, "TFLOP/s per GPU", "137 TFLOP/s per GPU")
-                                 : published_value(loaded, "s iteration", "1.42 s iteration");
-  const ir::Program program = placement::compile(loaded);
-  const Simulated s = simulate_row(program, mode, /*fold=*/true);
-  // Before: the same scenario under the preset's kernel model before the fit.
-  scenario::LoadedScenario best_case = loaded;
-  scenario::apply_kernel_model(*best_case.spec.mutable_cluster()->mutable_gpu(),
-                               scenario::best_case_kernel_model(loaded.spec.cluster().preset()));
-  const ir::Program before_program = placement::compile(best_case);
-  const double before_s = simulate_row(before_program, mode, /*fold=*/true).seconds;
-  Row r;
-  r.name = file.filename().string();
-  r.gpus = program.ranks_size();
-  r.batch = program.info().global_batch();
-  r.iteration_s = s.seconds;
-  const auto& info = program.info();
-  r.detail = fmt::format("TP {} · PP {} · DP {}{}", info.tp(), info.pp(), info.dp(),
-                         info.virtual_stages() > 1 ? fmt::format(" · v {}", info.virtual_stages()) : "");
-  r.predicted = ptdp ? (s.seconds > 0 ? info.hardware_flops_per_iteration() / s.seconds /
-                                            static_cast<double>(program.ranks_size()) / 1e12
-                                      : 0)
-                     : s.seconds;
-  r.before = ptdp ? (before_s > 0 ? info.hardware_flops_per_iteration() / before_s /
-                                        static_cast<double>(program.ranks_size()) / 1e12
-                                  : 0)
-                   : before_s;
-  r.lo = r.hi = published;
-  r.published = ptdp ? fmt::format("{:.0f}", published) : fmt::format("{:.2f}", published);
-  model = s.model;
-  if (profile != nullptr) {
-    if (profile->applies_to(loaded.spec)) {
-      // Planned and timed with the profile, as `simulate --calibration` does.
-      run::CalibrationChoice choice = profile->choice;
-      choice.allow_device_mismatch = true;  // applies_to decided
-      const auto cost = run::make_cost_model(choice, loaded.spec.cluster(), loaded.spec.training().precision(),
-                                             file.string());
-      const ir::Program calibrated_program = placement::compile(loaded, *cost);
-      const auto& calibrated_model = dynamic_cast<const calibration::CalibratedCostModel&>(*cost);
-      const calibration::Coverage cov = calibration::kernel_coverage(calibrated_program, calibrated_model.kernels());
-      const int64_t total_ns = cov.total.time_ns();
-      r.calibrated_exact_share =
-          total_ns > 0 ? static_cast<double>(cov.total[calibration::LookupKind::kExact].time_ns) / total_ns : 0;
-      const double c_s = simulate_row(calibrated_program, *cost, mode, /*fold=*/true).seconds;
-      r.calibrated = ptdp ? (c_s > 0 ? calibrated_program.info().hardware_flops_per_iteration() / c_s /
-                                           static_cast<double>(calibrated_program.ranks_size()) / 1e12
-                                     : 0)
-                          : c_s;
-    } else {
-      r.not_calibrated = fmt::format("{}, {}", loaded.spec.cluster().gpu().name(),
-                                     scenario::Precision_Name(loaded.spec.training().precision()));
-    }
-  }
-  return r;
-}
-
-// Runs `n` independent jobs on up to `jobs` threads; results in index order.
-template <typename F>
-std::vector<Row> run_all(size_t n, int jobs, F&& f, std::vector<std::string>& models) {
-  std::vector<Row> rows(n);
-  models.assign(n, {});
-  std::vector<std::exception_ptr> errors(n);
-  std::atomic<size_t> next{0};
-  auto worker = [&] {
-    for (size_t i; (i = next.fetch_add(1)) < n;) {
-      try {
-        rows[i] = f(i, models[i]);
-      } catch (...) {
-        errors[i] = std::current_exception();
-      }
-    }
-  };
-  const int threads = std::max(1, std::min<int>(jobs, static_cast<int>(n)));
-  std::vector<std::thread> pool;
-  for (int t = 1; t < threads; ++t) pool.emplace_back(worker);
-  worker();
-  for (auto& t : pool) t.join();
-  for (auto& e : errors)
-    if (e) std::rethrow_exception(e);  // the first failing row, in order
-  return rows;
-}
 
 // ---------------------------------------------------------------- output
 
@@ -424,14 +33,14 @@ std::string pct(double e) {
   return fmt::format("{:+.1f} %", v == 0 ? 0.0 : v);
 }
 
-void print_table(const Table& t, const ValidationProfile* profile) {
-  const bool calibrated = profile != nullptr && t.key != "nccl";
+void print_table(const run::ValidationTable& t, const std::string& profile, const std::string& measured_on) {
+  const bool calibrated = !profile.empty() && t.key != "nccl";
   fmt::print("{}\n", t.title);
   fmt::print("  simulated with: {}\n\n", t.simulated_with);
   if (t.key == "nccl") {
     fmt::print("| setup | collective | GPUs | time (ms) | predicted busbw (GB/s) | published (GB/s) | error |\n");
     fmt::print("|---|---|---|---|---|---|---|\n");
-    for (const Row& r : t.rows)
+    for (const run::ValidationRow& r : t.rows)
       fmt::print("| {} | {} | {} | {:.3f} | {:.1f} | {} | {} |\n", r.name, r.detail, r.gpus, r.iteration_s * 1e3,
                  r.predicted, r.published, pct(r.error()));
   } else {
@@ -444,7 +53,7 @@ void print_table(const Table& t, const ValidationProfile* profile) {
                             "predicted (s) | error |");
     fmt::print("{}\n", calibrated ? " calibrated | error calibrated | kernel time exact |" : "");
     fmt::print("|---|---|---|---|---|---|---|---|---|{}{}\n", ptdp ? "---|" : "", calibrated ? "---|---|---|" : "");
-    for (const Row& r : t.rows) {
+    for (const run::ValidationRow& r : t.rows) {
       fmt::print("| {} | {} | {} | {} | ", r.name, r.detail, r.gpus, r.batch);
       if (ptdp) fmt::print("{:.3f} | ", r.iteration_s);
       fmt::print("{} | {} | {} | {} | {} |", r.published, v(r.before.value_or(0)), pct(r.before_error()),
@@ -467,15 +76,15 @@ void print_table(const Table& t, const ValidationProfile* profile) {
   if (calibrated)
     fmt::print("Calibrated = simulated with the kernel times of {} ({}; interpolated or extrapolated where the "
                "kernel time is not exact): {} of {} rows, mean absolute error {:.1f} % over them.\n",
-               profile->choice.profile, profile->describe(), t.calibrated_rows(), t.rows.size(),
+               profile, measured_on, t.calibrated_rows(), t.rows.size(),
                t.mae_calibrated() * 100);
-  if (const Row* w = t.worst())
+  if (const run::ValidationRow* w = t.worst())
     fmt::print("\nMean absolute error {:.1f} %; worst row {} at {}.\n\n", t.mae() * 100, w->name, pct(w->error()));
 }
 
-nlohmann::json table_json(const Table& t) {
+nlohmann::json table_json(const run::ValidationTable& t) {
   nlohmann::json rows = nlohmann::json::array();
-  for (const Row& r : t.rows) {
+  for (const run::ValidationRow& r : t.rows) {
     nlohmann::json j{{"name", r.name},
                      {"detail", r.detail},
                      {"gpus", r.gpus},
@@ -499,7 +108,7 @@ nlohmann::json table_json(const Table& t) {
     }
     rows.push_back(std::move(j));
   }
-  const Row* w = t.worst();
+  const run::ValidationRow* w = t.worst();
   return {{"title", t.title},
           {"unit", t.unit},
           {"simulated_with", t.simulated_with},
@@ -513,78 +122,17 @@ nlohmann::json table_json(const Table& t) {
 }
 
 int run_validate(const ValidateOptions& o) {
-  const bool all = o.only.empty();
-  const int jobs = o.jobs > 0 ? o.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  check_outputs({{"--json", o.json}}, {{"--calibration", o.run.calibration.profile}});
   std::optional<AtomicFile> json_file;
-  check_outputs({{"--json", o.json}}, {{"--calibration", o.calibration.profile}});
-  std::optional<ValidationProfile> profile;
-  if (o.calibration.enabled()) {
-    if (o.only == "nccl")
-      throw Error(SourceLocation{{}, 0, 0, "--calibration"}, "the nccl table times no kernels",
-                  "drop --calibration, or run the ptdp or sar table with it");
-    profile = ValidationProfile{o.calibration, calibration::read_profile(o.calibration.profile)};
-  }
   if (!o.json.empty()) json_file.emplace(o.json);  // an unwritable path fails before the runs
-  std::vector<Table> tables;
-  std::vector<std::string> models;
-
-  if (all || o.only == "nccl") {
-    const auto cases = nccl_cases();
-    Table t;
-    t.key = "nccl";
-    t.title = "Collectives vs nccl-tests (large messages; busbw = size × nccl-tests factor / simulated time)";
-    t.unit = "GB/s bus bandwidth";
-    t.rows = run_all(cases.size(), jobs, [&](size_t i, std::string& m) { return run_nccl(cases[i], o.network, m); },
-                     models);
-    t.simulated_with = models.front();
-    tables.push_back(std::move(t));
-  }
-  std::optional<fs::path> dir;
-  auto scenario_table = [&](const std::string& key, std::string title, std::string unit) {
-    if (!dir) dir = find_scenario_dir(o.scenarios);
-    const auto files = scenario_files(*dir, key + "-");
-    if (profile) {
-      // A profile that fits none of the table's rows is refused before any
-      // run, naming the rows' GPUs and precisions.
-      std::set<std::string> kinds;
-      bool any = false;
-      for (const fs::path& f : files) {
-        const scenario::LoadedScenario s = scenario::load_scenario(f.string());
-        any = any || profile->applies_to(s.spec);
-        kinds.insert(fmt::format("\"{}\" in {}", s.spec.cluster().gpu().name(),
-                                 scenario::Precision_Name(s.spec.training().precision())));
-      }
-      if (!any)
-        throw Error(SourceLocation{o.calibration.profile, 0, 0, "device.name"},
-                    fmt::format("the profile was measured on {}, but the {} rows run on {}", profile->describe(), key,
-                                fmt::join(kinds, ", ")),
-                    "calibrate on one of those GPUs at that precision (calib/device/campaign), or pass "
-                    "--allow-device-mismatch to use these times anyway");
-    }
-    Table t;
-    t.key = key;
-    t.title = std::move(title);
-    t.unit = std::move(unit);
-    t.rows = run_all(files.size(), jobs,
-                     [&](size_t i, std::string& m) { return run_scenario(files[i], key, o.network, profile ? &*profile : nullptr, m);
-                     }, models);
-    t.simulated_with = models.front();
-    // Smallest job first (the papers' order), file name breaking ties.
-    std::stable_sort(t.rows.begin(), t.rows.end(), [](const Row& a, const Row& b) { return a.gpus < b.gpus; });
-    tables.push_back(std::move(t));
-  };
-  if (all || o.only == "ptdp")
-    scenario_table("ptdp",
-                   "PTD-P Table 1 (Narayanan et al., SC'21): TFLOP/s per GPU with the paper's eq. 3, folded simulation",
-                   "TFLOP/s per GPU");
-  if (all || o.only == "sar")
-    scenario_table("sar", "SAR Table 5 (Korthikanti et al.): iteration time, folded simulation", "s per iteration");
-
-  for (const Table& t : tables) print_table(t, profile ? &*profile : nullptr);
+  const run::ValidationResult result = run::run_validation(o.run);
+  for (const run::ValidationTable& t : result.tables)
+    print_table(t, o.run.calibration.profile, result.calibration_measured_on);
   if (json_file) {
-    nlohmann::json j{{"network", o.network == NetworkMode::kFlow ? "flow" : "analytic"}};
-    if (profile) j["calibration"] = {{"profile", o.calibration.profile}, {"measured_on", profile->describe()}};
-    for (const Table& t : tables) j["tables"][t.key] = table_json(t);
+    nlohmann::json j{{"network", o.run.network == NetworkMode::kFlow ? "flow" : "analytic"}};
+    if (o.run.calibration.enabled())
+      j["calibration"] = {{"profile", o.run.calibration.profile}, {"measured_on", result.calibration_measured_on}};
+    for (const run::ValidationTable& t : result.tables) j["tables"][t.key] = table_json(t);
     json_file->write(j.dump(2) + "\n");
     json_file->commit();
     fmt::print("  json   {}\n", o.json);
@@ -598,15 +146,15 @@ void add_validate_command(CLI::App& app, Action& action) {
   auto o = std::make_shared<ValidateOptions>();
   CLI::App* sub = app.add_subcommand(
       "validate", "Predicted vs published: nccl-tests collectives, PTD-P Table 1, SAR Table 5 (docs/validation.md)");
-  add_network_option(sub, o->network);
+  add_network_option(sub, o->run.network);
   sub->add_option("--json", o->json, "also write every table as JSON to FILE")->check(output_file());
-  sub->add_option("--only", o->only, "run one table: nccl, ptdp or sar")
+  sub->add_option("--only", o->run.only, "run one table: nccl, ptdp or sar")
       ->check(CLI::IsMember({"nccl", "ptdp", "sar"}));
-  sub->add_option("--scenarios", o->scenarios,
+  sub->add_option("--scenarios", o->run.scenarios,
                   "folder with ptdp-*.pbtxt and sar-*.pbtxt (default: scenarios/validation found upwards from the "
                   "working directory or the executable)");
-  sub->add_option("-j,--jobs", o->jobs, "rows simulated in parallel (default: one per hardware thread)");
-  add_calibration_options(sub, o->calibration);
+  sub->add_option("-j,--jobs", o->run.jobs, "rows simulated in parallel (default: one per hardware thread)");
+  add_calibration_options(sub, o->run.calibration);
   sub->callback([o, &action] { action = [o] { return run_validate(*o); }; });
 }
 

@@ -1,4 +1,4 @@
-// The two Megatron-LM placements of a multimodal model (megatron_mllm.h):
+// The Megatron-LM placements of a multimodal model (sim/placement/megatron_mllm.h):
 // the baseline runs every encoder in the pre-process of the LLM's first
 // virtual stage; the balanced one runs interleaved 1F1B over the encoder + LLM
 // layer chain, partitioned by dynamic programming.
@@ -18,7 +18,7 @@
 #include "sim/compiler/compile.h"
 #include "sim/compiler/compiler_test_support.h"
 #include "sim/compiler/layer_chain.h"
-#include "sim/compiler/megatron_mllm.h"
+#include "sim/placement/megatron_mllm.h"
 #include "sim/compiler/segment_inputs.h"
 #include "sim/cost/memory.h"
 #include "sim/engine/simulator.h"
@@ -28,6 +28,8 @@
 
 namespace lacuna::compiler {
 namespace {
+
+using placement::compile_megatron_mllm;
 
 using scenario::MEGATRON_BALANCED;
 using scenario::MEGATRON_BASELINE;

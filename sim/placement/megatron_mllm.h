@@ -14,7 +14,7 @@
 #include "sim/proto/program.pb.h"
 #include "sim/scenario/scenario.h"
 
-namespace lacuna::compiler {
+namespace lacuna::placement {
 
 // `kind` is MEGATRON_BASELINE, MEGATRON_BALANCED or MEGATRON_LAYER_SPLIT. `cost` times the layers
 // for the balanced partition (unused by the baseline). `encoder_recompute`
@@ -22,6 +22,6 @@ namespace lacuna::compiler {
 // recomputes like the LLM (parallel.recompute, every layer).
 ir::Program compile_megatron_mllm(const scenario::LoadedScenario& scenario, scenario::PlacementKind kind,
                                   const cost::CostModel& cost,
-                                  const std::vector<ModuleRecompute>& encoder_recompute = {});
+                                  const std::vector<compiler::ModuleRecompute>& encoder_recompute = {});
 
-}  // namespace lacuna::compiler
+}  // namespace lacuna::placement

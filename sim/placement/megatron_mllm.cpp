@@ -1,4 +1,4 @@
-#include "sim/compiler/megatron_mllm.h"
+#include "sim/placement/megatron_mllm.h"
 
 #include <algorithm>
 #include <string>
@@ -15,7 +15,7 @@
 #include "sim/scenario/nvlink_domain.h"
 #include "sim/schedule/schedule.h"
 
-namespace lacuna::compiler {
+namespace lacuna::placement {
 namespace {
 
 // Megatron runs every encoder in the LLM's layout: its image sequences are
@@ -50,7 +50,7 @@ void check_encoder_splits(const scenario::LoadedScenario& scenario, const model:
 
 // How the group of rank 0 along `axis` (0 tp, 1 cp) sits on the NVLink
 // domains of `domain_gpus` GPUs (scenario::nvlink_domain_gpus).
-cost::GroupShape group_shape(const RankLayout& layout, int64_t domain_gpus, int axis) {
+cost::GroupShape group_shape(const compiler::RankLayout& layout, int64_t domain_gpus, int axis) {
   const int32_t size = axis == 0 ? layout.dims().tp : layout.dims().cp;
   std::vector<int64_t> nodes(static_cast<size_t>(size));
   for (int32_t i = 0; i < size; ++i) {
@@ -68,10 +68,10 @@ cost::GroupShape group_shape(const RankLayout& layout, int64_t domain_gpus, int 
 // MoE: the expert groups of stage 0's first rank (add_expert_layout's
 // numbering) as they sit on the NVLink domains, for timing the chain's MoE
 // layers.
-void add_expert_group_shapes(const model::LayerShape& shape, const RankLayout& layout, int64_t domain_gpus,
-                             ChainGroups& groups) {
+void add_expert_group_shapes(const model::LayerShape& shape, const compiler::RankLayout& layout, int64_t domain_gpus,
+                             compiler::ChainGroups& groups) {
   if (!shape.moe.enabled()) return;
-  const ParallelDims& d = layout.dims();
+  const compiler::ParallelDims& d = layout.dims();
   auto rank_of_local = [&](int64_t local) {
     ir::Coordinates c;
     c.set_tp(static_cast<int32_t>(local % d.tp));
@@ -96,7 +96,7 @@ void add_expert_group_shapes(const model::LayerShape& shape, const RankLayout& l
 }
 
 // Chunks per pipeline rank of the balanced chain, checked for interleaving.
-int32_t balanced_virtual_stages(const scenario::LoadedScenario& scenario, const PipelinePlan& plan) {
+int32_t balanced_virtual_stages(const scenario::LoadedScenario& scenario, const compiler::PipelinePlan& plan) {
   const auto& spec = scenario.spec;
   const bool own = spec.placement().balanced_virtual_stages() > 0;
   const int64_t v = own ? spec.placement().balanced_virtual_stages() : spec.parallel().virtual_stages();
@@ -122,7 +122,8 @@ int32_t balanced_virtual_stages(const scenario::LoadedScenario& scenario, const 
 }  // namespace
 
 ir::Program compile_megatron_mllm(const scenario::LoadedScenario& scenario, scenario::PlacementKind kind,
-                                  const cost::CostModel& cost, const std::vector<ModuleRecompute>& encoder_recompute) {
+                                  const cost::CostModel& cost,
+                                  const std::vector<compiler::ModuleRecompute>& encoder_recompute) {
   const auto& spec = scenario.spec;
   const auto& par = spec.parallel();
   if (kind != scenario::MEGATRON_BASELINE && kind != scenario::MEGATRON_BALANCED &&
@@ -135,8 +136,8 @@ ir::Program compile_megatron_mllm(const scenario::LoadedScenario& scenario, scen
   if (num_encoders == 0)
     throw Error(scenario.locations.locate("model"), "the Megatron multimodal placements need at least one encoder",
                 "add model.encoders, or compile the LLM alone");
-  const PipelinePlan plan = pipeline_plan(scenario);
-  const RankLayout layout(plan.dims, par.rank_order());
+  const compiler::PipelinePlan plan = compiler::pipeline_plan(scenario);
+  const compiler::RankLayout layout(plan.dims, par.rank_order());
   // Megatron shares one layout: every encoder runs in the LLM's TP / CP / SP
   // on microbatches of the LLM's micro_batch samples, recomputing like it.
   const model::ShardSpec shard{plan.dims.tp, plan.dims.cp, plan.dims.pp, par.sequence_parallel() && plan.dims.tp > 1};
@@ -147,14 +148,15 @@ ir::Program compile_megatron_mllm(const scenario::LoadedScenario& scenario, scen
   const bool chained = balanced || kind == scenario::MEGATRON_LAYER_SPLIT;
   const int32_t v = balanced ? balanced_virtual_stages(scenario, plan)
                              : (par.virtual_stages() > 0 ? static_cast<int32_t>(par.virtual_stages()) : 1);
-  StageInputs base = llm_stage_inputs(scenario, plan, v, /*plan_layers=*/!chained);
+  compiler::StageInputs base = compiler::llm_stage_inputs(scenario, plan, v, /*plan_layers=*/!chained);
   if (!encoder_recompute.empty() && static_cast<int>(encoder_recompute.size()) != num_encoders)
     throw InternalError("compile_megatron_mllm: internal error, " + std::to_string(encoder_recompute.size()) +
                 " encoder recompute choices for " + std::to_string(num_encoders) + " encoders");
   for (int e = 0; e < num_encoders; ++e) {
-    const ModuleRecompute r =
-        encoder_recompute.empty() ? ModuleRecompute{par.recompute(), 0} : encoder_recompute[static_cast<size_t>(e)];
-    base.encoders.push_back(encoder_work(spec, e, plan.micro_batch, shard, r.mode, r.num_layers));
+    const compiler::ModuleRecompute r =
+        encoder_recompute.empty() ? compiler::ModuleRecompute{par.recompute(), 0}
+                                  : encoder_recompute[static_cast<size_t>(e)];
+    base.encoders.push_back(compiler::encoder_work(spec, e, plan.micro_batch, shard, r.mode, r.num_layers));
   }
   const int32_t num_vs = plan.dims.pp * v;
   const int64_t llm_layers = spec.model().llm().num_layers();
@@ -167,17 +169,18 @@ ir::Program compile_megatron_mllm(const scenario::LoadedScenario& scenario, scen
     for (int32_t k = 0; k < num_vs; ++k) {
       if (k == 0)
         for (int e = 0; e < num_encoders; ++e)
-          base.segments[0].push_back(Segment{e + 1, 0, base.encoders[static_cast<size_t>(e)].num_layers, true, true});
-      const LayerRange& r = base.stages[static_cast<size_t>(k)];
-      base.segments[k].push_back(Segment{0, r.first, r.count, k == 0, k == num_vs - 1});
+          base.segments[0].push_back(
+              compiler::Segment{e + 1, 0, base.encoders[static_cast<size_t>(e)].num_layers, true, true});
+      const compiler::LayerRange& r = base.stages[static_cast<size_t>(k)];
+      base.segments[k].push_back(compiler::Segment{0, r.first, r.count, k == 0, k == num_vs - 1});
     }
   } else {
     const int64_t domain_gpus = scenario::nvlink_domain_gpus(spec.cluster());
-    ChainGroups groups;
+    compiler::ChainGroups groups;
     groups.tp = group_shape(layout, domain_gpus, 0);
     groups.cp = group_shape(layout, domain_gpus, 1);
     add_expert_group_shapes(base.shape, layout, domain_gpus, groups);
-    const auto chain = layer_chain(base, llm_layers, cost, groups);
+    const auto chain = compiler::layer_chain(base, llm_layers, cost, groups);
     if (static_cast<int64_t>(chain.size()) < num_vs)
       throw Error(scenario.locations.locate(balanced && spec.placement().balanced_virtual_stages() > 0
                                                 ? "placement.balanced_virtual_stages"
@@ -187,22 +190,22 @@ ir::Program compile_megatron_mllm(const scenario::LoadedScenario& scenario, scen
                       " layers, fewer than pp × virtual stages = " + std::to_string(num_vs),
                   "use fewer virtual stages (at most " + std::to_string(chain.size() / plan.dims.pp) + ")");
     std::vector<int64_t> times;
-    for (const ChainLayer& link : chain) times.push_back(link.time_ns);
-    const auto sizes = balanced ? partition_chain(times, num_vs)
-                                : partition_by_count(static_cast<int64_t>(chain.size()), num_vs);
+    for (const compiler::ChainLayer& link : chain) times.push_back(link.time_ns);
+    const auto sizes = balanced ? compiler::partition_chain(times, num_vs)
+                                : compiler::partition_by_count(static_cast<int64_t>(chain.size()), num_vs);
     std::vector<int64_t> layers{llm_layers};
-    for (const ModuleWork& w : base.encoders) layers.push_back(w.num_layers);
-    base.segments = chain_segments(chain, sizes, layers);
+    for (const compiler::ModuleWork& w : base.encoders) layers.push_back(w.num_layers);
+    base.segments = compiler::chain_segments(chain, sizes, layers);
     // `stages` keeps the LLM's share of each virtual stage (empty where a
     // stage holds encoder layers only), for readers of LLM layer ranges.
     int64_t next = 0;
     for (const auto& stage : base.segments) {
-      LayerRange r{next, 0};
-      for (const Segment& seg : stage)
+      compiler::LayerRange r{next, 0};
+      for (const compiler::Segment& seg : stage)
         if (seg.module == 0) r = {seg.first, seg.count};
       next = r.first + r.count;
       base.stages.push_back(r);
-      stage_names.push_back(describe_segments(stage));
+      stage_names.push_back(compiler::describe_segments(stage));
     }
   }
 
@@ -210,9 +213,10 @@ ir::Program compile_megatron_mllm(const scenario::LoadedScenario& scenario, scen
   const auto actions = schedule::build_schedule(schedule_kind, base.pipeline);
   ir::Program program;
   *program.mutable_cluster() = spec.cluster();
-  add_rank_layout(layout, static_cast<int32_t>(plan.gpus_per_node), program, spec.parallel().distributed_optimizer());
-  add_moe_layout(scenario, layout, program);  // a MoE LLM's expert groups (docs/moe.md)
-  add_fp8_layout(scenario, layout, program);  // delayed scaling's amax groups (docs/fp8.md)
+  compiler::add_rank_layout(layout, static_cast<int32_t>(plan.gpus_per_node), program,
+                            spec.parallel().distributed_optimizer());
+  compiler::add_moe_layout(scenario, layout, program);  // a MoE LLM's expert groups (docs/moe.md)
+  compiler::add_fp8_layout(scenario, layout, program);  // delayed scaling's amax groups (docs/fp8.md)
   base.schedule_kind = schedule_kind;
   if (balanced) {
     // The balanced placement always interleaves: its p2p default is the
@@ -221,7 +225,7 @@ ir::Program compile_megatron_mllm(const scenario::LoadedScenario& scenario, scen
     interleaved.mutable_schedule()->set_kind(scenario::INTERLEAVED_1F1B);
     base.execution = scenario::resolve_execution(interleaved, scenario.locations);
   }
-  add_stage_classes(scenario, base, actions, program);
+  compiler::add_stage_classes(scenario, base, actions, program);
   if (chained) {
     // The partition, in the class names: "pp0 [vs0 enc0:patch+L0-11 | vs2 …]".
     for (int32_t r = 0; r < plan.dims.pp; ++r) {
@@ -234,9 +238,9 @@ ir::Program compile_megatron_mllm(const scenario::LoadedScenario& scenario, scen
     }
   }
   auto* info = program.mutable_info();
-  fill_program_info(scenario, plan, base, schedule_kind, *info);
+  compiler::fill_program_info(scenario, plan, base, schedule_kind, *info);
   info->set_placement(kind);
   return program;
 }
 
-}  // namespace lacuna::compiler
+}  // namespace lacuna::placement
