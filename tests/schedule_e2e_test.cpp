@@ -153,6 +153,47 @@ TEST(ScheduleE2E, DumpsTheMegatronMultimodalPipelineAndRefusesOptimus) {
   EXPECT_NE(dumped.find(" 23B0"), std::string::npos);
 }
 
+// The V layout of ZB-V and DualPipe, brought as a file: rank r holds stages r
+// and 2·pp − 1 − r (here pp 2: rank 0 stages 0 and 3, rank 1 stages 1 and 2).
+// Inferred from the actions, compiled with no transfer at the turn, and the
+// same iteration folded and at full rank, blocking and overlapped p2p alike.
+TEST(ScheduleE2E, VShapedSchedulesCompileAndRun) {
+  TempDir dir("v-schedule");
+  std::string r0 = "rank 0:", r1 = "rank 1:";
+  auto add = [](std::string& line, int stage, const char* pass) {
+    for (int k = 0; k < 8; ++k) line += " " + std::to_string(stage) + pass + std::to_string(k);
+  };
+  add(r0, 0, "F"), add(r0, 3, "F"), add(r0, 3, "B"), add(r0, 0, "B");
+  add(r1, 1, "F"), add(r1, 2, "F"), add(r1, 2, "B"), add(r1, 1, "B");
+  std::ofstream(dir / "v.txt") << r0 << "\n" << r1 << "\n";
+  std::string text = with_schedule(source_path("scenarios/llm/gpt-1.3b-8gpu.pbtxt"), "actions_file: \"v.txt\"");
+  text.replace(text.find("virtual_stages: 1"), 17, "virtual_stages: 2");
+  const std::string blocking = dir / "v.pbtxt", overlapped = dir / "vo.pbtxt";
+  std::ofstream(blocking) << text;
+  const std::string software = "software: \"megatron-core-0.12\"";
+  std::string o = text;
+  o.replace(o.find(software), software.size(), software + " pipeline_p2p: P2P_OVERLAPPED");
+  std::ofstream(overlapped) << o;
+  const auto c = run_lacuna("check " + blocking);
+  ASSERT_EQ(c.exit_code, 0) << c.output;
+  EXPECT_NE(c.output.find("4 virtual stages in the V layout"), std::string::npos) << c.output;
+  for (const std::string& scenario : {blocking, overlapped}) {
+    SCOPED_TRACE(scenario);
+    const int64_t folded = iteration_ns(dir, scenario, "fold");
+    const std::string json = dir / "full.json";
+    const auto full = run_lacuna("simulate " + scenario + " --ideal --no-trace --no-svg --json " + json);
+    ASSERT_EQ(full.exit_code, 0) << full.output;
+    EXPECT_GT(folded, 0);
+    EXPECT_EQ(nlohmann::json::parse(read_file(json))["iteration_time_ns"].get<int64_t>(), folded);
+  }
+  // The lowered form has no transfer at rank 1's turn (stage 1 → 2).
+  ASSERT_EQ(run_lacuna("compile " + blocking + " --dump-schedule " + (dir / "p2p.txt") + " --with-p2p").exit_code, 0);
+  const std::string lowered = read_file(dir / "p2p.txt");
+  EXPECT_EQ(lowered.find("1SEND_F"), std::string::npos) << lowered;
+  EXPECT_EQ(lowered.find("2RECV_F"), std::string::npos) << lowered;
+  EXPECT_NE(lowered.find("2SEND_F0"), std::string::npos) << lowered;
+}
+
 // Megatron-Core's microbatch group (parallel.microbatch_group_size_per_vp_stage):
 // four consecutive microbatches per chunk on a pp 2 × v 2 pipeline, so rank 0
 // warms up with (2 − 1)·2 + (2 − 1)·4 = 6 forwards, four of chunk 0 (stage 0)

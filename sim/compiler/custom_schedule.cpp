@@ -26,7 +26,9 @@ std::string actions_file_path(const scenario::LoadedScenario& scenario) {
 
 namespace {
 
-schedule::ActionSchedule read_actions(const std::string& path, const schedule::PipelineShape& shape,
+// Reads, parses and checks the file; `shape` gets the stage layout its
+// actions follow (looped or V).
+schedule::ActionSchedule read_actions(const std::string& path, schedule::PipelineShape& shape,
                                       const SourceLocation& named_by) {
   std::string text;
   try {
@@ -35,6 +37,7 @@ schedule::ActionSchedule read_actions(const std::string& path, const schedule::P
     throw Error(named_by, e.problem(), e.fix());
   }
   schedule::ActionSchedule actions = schedule::parse_schedule(text, path);
+  if (static_cast<int32_t>(actions.size()) == shape.pp) shape.layout = schedule::infer_layout(actions, shape, path);
   schedule::validate_actions(actions, shape, path);
   schedule::to_schedule(actions, shape, path);  // what the builder's form cannot hold
   if (schedule::has_p2p_actions(actions))        // written-out transfers, each where it belongs
@@ -44,7 +47,7 @@ schedule::ActionSchedule read_actions(const std::string& path, const schedule::P
 
 }  // namespace
 
-CustomSchedule load_custom_schedule(const scenario::LoadedScenario& scenario, const schedule::PipelineShape& shape) {
+CustomSchedule load_custom_schedule(const scenario::LoadedScenario& scenario, schedule::PipelineShape& shape) {
   const std::string path = actions_file_path(scenario);
   const schedule::ActionSchedule actions =
       read_actions(path, shape, scenario.locations.locate("schedule.actions_file"));
@@ -69,21 +72,29 @@ schedule::PipelineShape scenario_pipeline_shape(const scenario::LoadedScenario& 
   return shape;
 }
 
-schedule::ActionSchedule scenario_actions(const scenario::LoadedScenario& scenario) {
+schedule::ActionSchedule scenario_actions(const scenario::LoadedScenario& scenario,
+                                          schedule::PipelineShape* shape_out) {
   if (scenario.spec.model().encoders_size() > 0)
     throw Error(scenario.locations.locate("model.encoders"),
                 "the placements of encoders do not emit the action IR yet; only an LLM's pipeline schedule can be "
                 "written as actions",
                 "dump the schedule of the scenario without its encoders");
-  const schedule::PipelineShape shape = scenario_pipeline_shape(scenario);
+  schedule::PipelineShape shape = scenario_pipeline_shape(scenario);
   const auto kind = scenario.spec.schedule().kind();
-  if (kind == scenario::CUSTOM)
-    return read_actions(actions_file_path(scenario), shape, scenario.locations.locate("schedule.actions_file"));
-  return schedule::to_actions(schedule::build_schedule(kind, shape), shape);
+  schedule::ActionSchedule actions =
+      kind == scenario::CUSTOM
+          ? read_actions(actions_file_path(scenario), shape, scenario.locations.locate("schedule.actions_file"))
+          : schedule::to_actions(schedule::build_schedule(kind, shape), shape);
+  if (shape_out != nullptr) *shape_out = shape;
+  return actions;
 }
 
-schedule::ActionSchedule check_actions_file(const scenario::LoadedScenario& scenario, const std::string& path) {
-  return read_actions(path, scenario_pipeline_shape(scenario), SourceLocation{path, 0, 0, "--schedule"});
+schedule::ActionSchedule check_actions_file(const scenario::LoadedScenario& scenario, const std::string& path,
+                                            schedule::PipelineShape* shape_out) {
+  schedule::PipelineShape shape = scenario_pipeline_shape(scenario);
+  schedule::ActionSchedule actions = read_actions(path, shape, SourceLocation{path, 0, 0, "--schedule"});
+  if (shape_out != nullptr) *shape_out = shape;
+  return actions;
 }
 
 }  // namespace lacuna::compiler

@@ -28,7 +28,8 @@ struct CustomSchedule {
   // p2p pass places them.
   std::optional<std::vector<std::vector<schedule::P2pCall>>> p2p_calls;
 };
-CustomSchedule load_custom_schedule(const scenario::LoadedScenario& scenario, const schedule::PipelineShape& shape);
+// `shape` gets the stage layout the file's actions follow (looped, or V).
+CustomSchedule load_custom_schedule(const scenario::LoadedScenario& scenario, schedule::PipelineShape& shape);
 
 // The LLM pipeline's shape of a scenario (pp, virtual stages, microbatches).
 schedule::PipelineShape scenario_pipeline_shape(const scenario::LoadedScenario& scenario);
@@ -36,10 +37,14 @@ schedule::PipelineShape scenario_pipeline_shape(const scenario::LoadedScenario& 
 // The actions the scenario's LLM pipeline runs: the built-in schedule's or
 // the actions file's (validated). Throws for scenarios with encoders, whose
 // placements do not emit actions yet (docs/schedules.md#the-action-ir).
-schedule::ActionSchedule scenario_actions(const scenario::LoadedScenario& scenario);
+// `shape` (optional) gets the pipeline's shape, its stage layout included.
+schedule::ActionSchedule scenario_actions(const scenario::LoadedScenario& scenario,
+                                          schedule::PipelineShape* shape = nullptr);
 
 // `path` read and checked against the scenario's pipeline as if it were its
 // actions file; returns it parsed.
-schedule::ActionSchedule check_actions_file(const scenario::LoadedScenario& scenario, const std::string& path);
+// `shape` (optional) gets the pipeline's shape with the file's stage layout.
+schedule::ActionSchedule check_actions_file(const scenario::LoadedScenario& scenario, const std::string& path,
+                                            schedule::PipelineShape* shape = nullptr);
 
 }  // namespace lacuna::compiler

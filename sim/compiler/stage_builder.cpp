@@ -25,8 +25,10 @@ StageBuilder::StageBuilder(const StageInputs& in)
       // the same p2p call (docs/compiler.md#pipeline-p2p).
       scatter_gather_(in.execution.pipeline_scatter_gather() && !in.shape.sequence_parallel && in.shape.tp > 1),
       dp_ops_(in.dp_cp > 1),
-      first_pp_(in.pp_rank == 0),
-      last_pp_(in.pp_rank == in.pipeline.pp - 1),
+      // The ranks holding the first and the last stage (under the V layout
+      // rank 0 holds both).
+      first_pp_(schedule::rank_of_stage(in.pipeline, 0) == in.pp_rank),
+      last_pp_(schedule::rank_of_stage(in.pipeline, in.pipeline.pp * in.pipeline.virtual_stages - 1) == in.pp_rank),
       llm_(llm_module_work(in)) {
   modules_.push_back(&llm_);
   for (const ModuleWork& w : in.encoders) modules_.push_back(&w);
@@ -130,8 +132,8 @@ void StageBuilder::forward(int32_t i, const schedule::Action& a) {
     stamp.apply(fwd_buckets.back().module);
   }
   if (p2p_ && !blocking_ && vs > 0) {
-    receive_into_compute(StreamId::kRecvFwd, EventId::kRecvFwdToCompute, kSlotPpPrev, 0, tag(0, vs, a.microbatch),
-                         vs - 1, ctx);
+    const Hop h = hop(vs, vs - 1);
+    if (h.remote) receive_into_compute(h.recv_stream, h.received, h.peer_slot, 0, tag(0, vs, a.microbatch), vs - 1, ctx);
   }
   for (int32_t si = 0; si < num_segs; ++si) {
     const Segment& seg = segs[si];
@@ -167,8 +169,8 @@ void StageBuilder::forward(int32_t i, const schedule::Action& a) {
     stamp.apply(seg.module);
   }
   if (p2p_ && !blocking_ && vs < num_vs_ - 1) {
-    send_from_compute(StreamId::kSendFwd, EventId::kComputeToSendFwd, kSlotPpNext, 0, tag(0, vs + 1, a.microbatch),
-                      vs, ctx);
+    const Hop h = hop(vs, vs + 1);
+    if (h.remote) send_from_compute(h.send_stream, h.to_send, h.peer_slot, 0, tag(0, vs + 1, a.microbatch), vs, ctx);
   }
 }
 
@@ -184,8 +186,8 @@ void StageBuilder::backward(int32_t i, const schedule::Action& a) {
                         : a.pass == Pass::kBackwardInput ? Filter::kInputOnly
                                                          : Filter::kWeightOnly;
   if (p2p_ && !blocking_ && produces_grad && vs < num_vs_ - 1) {
-    receive_into_compute(StreamId::kRecvBwd, EventId::kRecvBwdToCompute, kSlotPpNext, 1, tag(1, vs, a.microbatch), vs,
-                         ctx);
+    const Hop h = hop(vs, vs + 1);
+    if (h.remote) receive_into_compute(h.recv_stream, h.received, h.peer_slot, 1, tag(1, vs, a.microbatch), vs, ctx);
   }
   // The chunk's last weight-gradient pass hands each bucket but the last
   // to the DP stream as soon as its layers' kernels are out (Megatron's
@@ -234,8 +236,9 @@ void StageBuilder::backward(int32_t i, const schedule::Action& a) {
     stamp.apply(seg.module);
   }
   if (p2p_ && !blocking_ && produces_grad && vs > 0) {
-    send_from_compute(StreamId::kSendBwd, EventId::kComputeToSendBwd, kSlotPpPrev, 1, tag(1, vs - 1, a.microbatch),
-                      vs - 1, ctx);
+    const Hop h = hop(vs, vs - 1);
+    if (h.remote)
+      send_from_compute(h.send_stream, h.to_send, h.peer_slot, 1, tag(1, vs - 1, a.microbatch), vs - 1, ctx);
   }
   if (reduces && reduced < bwd_buckets.size()) {
     std::vector<const DpBucket*> rest;

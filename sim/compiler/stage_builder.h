@@ -41,6 +41,19 @@ class StageBuilder {
                             int32_t boundary, const OpContext& ctx);
   void send_from_compute(StreamId stream, EventId event, int32_t peer_slot, int32_t channel, int64_t tag_value,
                          int32_t boundary, const OpContext& ctx);
+  // How this rank's stage `vs` reaches its neighbouring stage `other`
+  // (vs ± 1): the peer slot toward the rank that holds it and the streams of
+  // that neighbour (one send and one receive stream per neighbour, so that
+  // each stream's rendezvous transfers go to one rank in order); `remote`
+  // false when this rank holds `other` too (the V layout's turn).
+  struct Hop {
+    bool remote = false;
+    int32_t peer_slot = 0;
+    StreamId send_stream = StreamId::kSendFwd, recv_stream = StreamId::kRecvFwd;
+    EventId to_send = EventId::kComputeToSendFwd, received = EventId::kRecvFwdToCompute;
+    EventId sent = EventId::kSendFwdToCompute;
+  };
+  Hop hop(int32_t vs, int32_t other) const;
   void emit_blocking_calls_after(int32_t action_index);  // -1: before the first action
   void emit_call(const schedule::P2pCall& call);
 

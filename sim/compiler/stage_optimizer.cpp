@@ -22,8 +22,10 @@ void StageBuilder::finalize_and_step() {
     e_.collective_now(c, opt_ctx);
   }
   // The embedding group is Megatron's: the first and the last pipeline rank
-  // (rank_layout.h), whichever virtual stages hold the tables.
-  if (p2p_ && !shape_.untied_output && (first_pp_ || last_pp_))
+  // (rank_layout.h), whichever virtual stages hold the tables. A rank that
+  // holds both the first and the last stage (the V layout's rank 0) holds
+  // both tables: nothing to exchange.
+  if (p2p_ && !shape_.untied_output && first_pp_ != last_pp_)
     sync_now(ir::ALL_REDUCE, kSlotEmbedding, shape_.vocab_per_rank() * shape_.hidden * grad_bytes_, opt_ctx);
   // With the distributed optimizer each rank updates its 1/(dp·cp) shard.
   // Per module (each a multi-tensor apply over its own parameters, so that

@@ -58,6 +58,25 @@ void StageBuilder::send_from_compute(StreamId stream, EventId event, int32_t pee
   stamp.apply(boundary_module_[boundary]);
 }
 
+StageBuilder::Hop StageBuilder::hop(int32_t vs, int32_t other) const {
+  Hop h;
+  h.remote = schedule::rank_of_stage(in_.pipeline, other) != in_.pp_rank;
+  // Looped layout: the next stage is always on pp_next. V layout: the second
+  // chunk runs back towards rank 0, so its next stage is on pp_prev.
+  const bool returning = in_.pipeline.layout == schedule::StageLayout::kV && vs >= in_.pipeline.pp;
+  const bool toward_next = (other > vs) != returning;
+  h.peer_slot = toward_next ? kSlotPpNext : kSlotPpPrev;
+  // pp_next: activations out on the forward send stream, gradients in on the
+  // backward receive stream; pp_prev the reverse (the looped layout's
+  // streams, unchanged).
+  h.send_stream = toward_next ? StreamId::kSendFwd : StreamId::kSendBwd;
+  h.recv_stream = toward_next ? StreamId::kRecvBwd : StreamId::kRecvFwd;
+  h.to_send = toward_next ? EventId::kComputeToSendFwd : EventId::kComputeToSendBwd;
+  h.received = toward_next ? EventId::kRecvBwdToCompute : EventId::kRecvFwdToCompute;
+  h.sent = toward_next ? EventId::kSendFwdToCompute : EventId::kSendBwdToCompute;
+  return h;
+}
+
 void StageBuilder::emit_blocking_calls_after(int32_t action_index) {
   if (!blocking_) return;
   for (const schedule::P2pCall& call : calls_after_[static_cast<size_t>(action_index + 1)]) emit_call(call);
@@ -78,17 +97,16 @@ void StageBuilder::emit_call(const schedule::P2pCall& call) {
     const int32_t vs = schedule::virtual_stage(in_.pipeline, in_.pp_rank, a.chunk);
     const bool forward = a.pass == Pass::kForward;
     OpContext ctx{forward ? ir::FORWARD : ir::BACKWARD_INPUT, a.microbatch, a.chunk, -1};
-    // Forward: receive from pp_prev (boundary vs − 1), send to pp_next
+    // Forward: receive from stage vs − 1 (boundary vs − 1), send to vs + 1
     // (boundary vs); backward the reverse, on channel 1.
     const int32_t boundary = forward == send ? vs : vs - 1;
-    const int32_t peer = forward == send ? kSlotPpNext : kSlotPpPrev;
+    const Hop h = hop(vs, forward == send ? vs + 1 : vs - 1);
+    const int32_t peer = h.peer_slot;
     const int32_t channel = forward ? 0 : 1;
     const int64_t tag_value =
         forward ? tag(0, send ? vs + 1 : vs, a.microbatch) : tag(1, send ? vs - 1 : vs, a.microbatch);
-    const StreamId stream = send ? (forward ? StreamId::kSendFwd : StreamId::kSendBwd)
-                                 : (forward ? StreamId::kRecvFwd : StreamId::kRecvBwd);
-    const EventId back = send ? (forward ? EventId::kSendFwdToCompute : EventId::kSendBwdToCompute)
-                              : (forward ? EventId::kRecvFwdToCompute : EventId::kRecvBwdToCompute);
+    const StreamId stream = send ? h.send_stream : h.recv_stream;
+    const EventId back = send ? h.sent : h.received;
     ModuleStamp stamp(b_);
     b_.wait(stream, EventId::kComputeToP2p, go, ctx);
     if (send)

@@ -10,9 +10,10 @@ namespace lacuna::placement {
 schedule::ActionSchedule schedule_actions(const scenario::LoadedScenario& scenario, bool with_p2p) {
   const auto& spec = scenario.spec;
   if (spec.model().encoders_size() == 0) {
-    schedule::ActionSchedule actions = compiler::scenario_actions(scenario);
+    schedule::PipelineShape shape;
+    schedule::ActionSchedule actions = compiler::scenario_actions(scenario, &shape);
     if (!with_p2p || schedule::has_p2p_actions(actions)) return actions;
-    return schedule::lower_p2p(actions, spec.schedule().kind(), compiler::scenario_pipeline_shape(scenario));
+    return schedule::lower_p2p(actions, spec.schedule().kind(), shape);
   }
   const auto kind = spec.placement().kind();
   if (kind != scenario::MEGATRON_BASELINE && kind != scenario::MEGATRON_BALANCED &&

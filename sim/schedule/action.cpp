@@ -290,6 +290,48 @@ std::string format_grid(const ActionSchedule& s, int32_t first_step, int32_t las
   return out;
 }
 
+std::string layout_rule(const PipelineShape& shape) {
+  return shape.layout == StageLayout::kV ? "the V layout: rank r holds stages r and 2·pp − 1 − r"
+                                         : "chunk c of rank r holds stage c·pp + r";
+}
+
+StageLayout infer_layout(const ActionSchedule& s, const PipelineShape& shape, const std::string& file) {
+  // Each layout's misses: actions on a rank that layout does not give their
+  // stage. A file that fits neither is reported against the layout it misses
+  // least (the one it was most likely written for).
+  struct Fit {
+    PipelineShape shape;
+    int64_t misses = 0;
+    std::optional<std::pair<size_t, size_t>> first;
+  };
+  Fit looped{shape}, v{shape};
+  looped.shape.layout = StageLayout::kLooped;
+  v.shape.layout = StageLayout::kV;
+  const bool v_possible = shape.virtual_stages == 2;
+  for (size_t r = 0; r < s.size(); ++r)
+    for (size_t step = 0; step < s[r].size(); ++step) {
+      const auto& a = s[r][step];
+      if (!a || !a->module.empty() || a->stage >= shape.pp * shape.virtual_stages) continue;
+      for (Fit* f : {&looped, &v})
+        if (rank_of_stage(f->shape, a->stage) != static_cast<int32_t>(r)) {
+          ++f->misses;
+          if (!f->first) f->first = std::make_pair(r, step);
+        }
+    }
+  if (looped.misses == 0) return StageLayout::kLooped;
+  if (v_possible && v.misses == 0) return StageLayout::kV;
+  const Fit& closest = v_possible && v.misses < looped.misses ? v : looped;
+  const auto [r, step] = *closest.first;
+  const ScheduleAction& a = *s[r][step];
+  const int32_t st = static_cast<int32_t>(step);
+  throw Error(SourceLocation{file, 0, 0, "schedule"},
+              fmt::format("rank {}, step {}: {} names stage {}, which runs on rank {} ({}){}\n{}", r, step,
+                          to_string(a), a.stage, rank_of_stage(closest.shape, a.stage), layout_rule(closest.shape),
+                          v_possible ? "; the actions fit neither Megatron-LM's layout nor the V layout" : "",
+                          format_grid(s, st - 3, st + 3, std::make_pair(static_cast<int32_t>(r), st))),
+              "move the action to its rank's line");
+}
+
 ActionSchedule to_actions(const std::vector<std::vector<Action>>& schedule, const PipelineShape& shape) {
   ActionSchedule out(schedule.size());
   for (size_t r = 0; r < schedule.size(); ++r) {
@@ -351,16 +393,16 @@ std::vector<std::vector<Action>> to_schedule(const ActionSchedule& s, const Pipe
         refuse(r, step, fmt::format("{} names stage {}, but the pipeline has {} stages (pp {} × virtual stages {})",
                                     to_string(*a), a->stage, stages, shape.pp, shape.virtual_stages),
                "number stages 0 to " + std::to_string(stages - 1));
-      if (a->stage % shape.pp != static_cast<int32_t>(r))
+      if (rank_of_stage(shape, a->stage) != static_cast<int32_t>(r))
         refuse(r, step,
-               fmt::format("{} names stage {}, which runs on rank {} (chunk c of rank r holds stage c·pp + r)",
-                           to_string(*a), a->stage, a->stage % shape.pp),
+               fmt::format("{} names stage {}, which runs on rank {} ({})", to_string(*a), a->stage,
+                           rank_of_stage(shape, a->stage), layout_rule(shape)),
                "move the action to its rank's line");
       if (a->microbatch >= shape.microbatches)
         refuse(r, step, fmt::format("{} names microbatch {}, but the iteration has {}", to_string(*a), a->microbatch,
                                     shape.microbatches),
                "number microbatches 0 to " + std::to_string(shape.microbatches - 1));
-      out[r].push_back({pass, a->microbatch, a->stage / shape.pp});
+      out[r].push_back({pass, a->microbatch, chunk_of_stage(shape, a->stage)});
     }
   }
   return out;

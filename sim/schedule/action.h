@@ -108,6 +108,16 @@ ActionSchedule parse_schedule(std::string_view text, const std::string& file);
 std::string format_grid(const ActionSchedule& s, int32_t first_step = 0, int32_t last_step = INT32_MAX,
                         std::optional<std::pair<int32_t, int32_t>> mark = std::nullopt);
 
+// The layout the LLM actions of `s` follow (every action's stage on the rank
+// that layout gives it): looped (Megatron-LM's) when they fit it, else V when
+// the pipeline has two chunks and they fit that. Throws (naming the rank,
+// step and action, with the grid) when they fit neither.
+StageLayout infer_layout(const ActionSchedule& s, const PipelineShape& shape, const std::string& file);
+
+// "chunk c of rank r holds stage c·pp + r", or the V layout's rule: for
+// messages.
+std::string layout_rule(const PipelineShape& shape);
+
 // The compute passes of the builder's schedule (schedule.h) as actions, in
 // the layout `shape` describes (Megatron-LM's: stage = chunk·pp + rank).
 ActionSchedule to_actions(const std::vector<std::vector<Action>>& schedule, const PipelineShape& shape);

@@ -7,6 +7,7 @@
 #include "sim/core/error.h"
 #include "sim/core/error_testing.h"
 #include "sim/proto/scenario.pb.h"
+#include "sim/schedule/lower_p2p.h"
 #include "sim/schedule/validate_actions.h"
 
 namespace lacuna::schedule {
@@ -264,6 +265,85 @@ TEST(MicrobatchGroup, MegatronCoresRefusalsAreKept) {
   EXPECT_NO_THROW(build_schedule(lacuna::scenario::INTERLEAVED_1F1B, shape));
   shape.microbatch_group = 11;  // above the microbatches
   EXPECT_THROW(build_schedule(lacuna::scenario::INTERLEAVED_1F1B, shape), Error);
+}
+
+}  // namespace
+}  // namespace lacuna::schedule
+
+namespace lacuna::schedule {
+namespace {
+
+// The V layout (ZB-V, DualPipe): rank r holds stages r and 2·pp − 1 − r.
+ActionSchedule v_gpipe(int32_t pp, int32_t m) {
+  ActionSchedule s(static_cast<size_t>(pp));
+  for (int32_t r = 0; r < pp; ++r) {
+    const int32_t first = r, second = 2 * pp - 1 - r;
+    auto add = [&](ActionType t, int32_t stage) {
+      for (int32_t k = 0; k < m; ++k) s[static_cast<size_t>(r)].push_back(ScheduleAction{t, stage, k, "", {}});
+    };
+    add(ActionType::kForward, first);
+    add(ActionType::kForward, second);
+    add(ActionType::kBackward, second);
+    add(ActionType::kBackward, first);
+  }
+  return s;
+}
+
+TEST(StageLayoutV, IsInferredFromTheActionsAndMapsStagesToRanks) {
+  PipelineShape shape{.pp = 4, .virtual_stages = 2, .microbatches = 3};
+  const ActionSchedule v = v_gpipe(4, 3);
+  EXPECT_EQ(infer_layout(v, shape, "t"), StageLayout::kV);
+  shape.layout = StageLayout::kV;
+  EXPECT_EQ(rank_of_stage(shape, 0), 0);
+  EXPECT_EQ(rank_of_stage(shape, 7), 0);
+  EXPECT_EQ(rank_of_stage(shape, 3), 3);
+  EXPECT_EQ(rank_of_stage(shape, 4), 3);
+  EXPECT_EQ(virtual_stage(shape, 1, 1), 6);
+  EXPECT_EQ(chunk_of_stage(shape, 6), 1);
+  EXPECT_NO_THROW(validate_actions(v, shape, "t"));
+  // Back to the builder's form: rank 1 runs chunk 0 (stage 1), then chunk 1 (stage 6).
+  const auto passes = to_schedule(v, shape, "t");
+  EXPECT_EQ(passes[1].front(), (Action{Pass::kForward, 0, 0}));
+  EXPECT_EQ(passes[1][3], (Action{Pass::kForward, 0, 1}));
+  // Megatron-LM's layout is preferred where both fit, and a file that fits
+  // neither is refused by rank, step and action.
+  PipelineShape looped{.pp = 4, .virtual_stages = 2, .microbatches = 3};
+  EXPECT_EQ(infer_layout(to_actions(build_schedule(lacuna::scenario::INTERLEAVED_1F1B,
+                                                   {.pp = 4, .virtual_stages = 2, .microbatches = 4}),
+                                    {.pp = 4, .virtual_stages = 2, .microbatches = 4}),
+                         looped, "t"),
+            StageLayout::kLooped);
+  ActionSchedule bad = v;
+  bad[2][0]->stage = 1;  // rank 1's stage in both layouts
+  const std::string e = error_of([&] { infer_layout(bad, looped, "s.txt"); });
+  EXPECT_NE(e.find("rank 2, step 0: 1F0 names stage 1, which runs on rank 1 (the V layout: rank r holds stages r "
+                   "and 2·pp − 1 − r); the actions fit neither"),
+            std::string::npos)
+      << e;
+}
+
+// At the V's turn (rank pp − 1, stages pp − 1 and pp) the activation stays on
+// the rank: no send, no receive; elsewhere the transfers go to the rank
+// holding the neighbouring stage.
+TEST(StageLayoutV, NoTransferAtTheTurn) {
+  PipelineShape shape{.pp = 3, .virtual_stages = 2, .microbatches = 2};
+  shape.layout = StageLayout::kV;
+  // Rank 2 holds stages 2 and 3.
+  EXPECT_EQ(action_comm(shape, 2, {Pass::kForward, 0, 0}).send, false);  // 2 → 3 in place
+  EXPECT_EQ(action_comm(shape, 2, {Pass::kForward, 0, 0}).recv, true);   // from stage 1, rank 1
+  EXPECT_EQ(action_comm(shape, 2, {Pass::kForward, 0, 1}).recv, false);  // stage 3 from stage 2 in place
+  EXPECT_EQ(action_comm(shape, 2, {Pass::kForward, 0, 1}).send, true);   // to stage 4, rank 1
+  EXPECT_EQ(action_comm(shape, 2, {Pass::kBackward, 0, 1}).send, false);
+  EXPECT_EQ(action_comm(shape, 0, {Pass::kForward, 0, 1}).send, false);  // stage 5: the last
+  // The p2p pass writes no transfer at the turn, and reads back its calls.
+  const ActionSchedule lowered = lower_p2p(v_gpipe(3, 2), lacuna::scenario::CUSTOM, shape);
+  for (const auto& a : lowered[2])
+    if (a && is_transfer(a->type)) EXPECT_TRUE(a->stage == 2 ? a->type == ActionType::kRecvForward ||
+                                                                   a->type == ActionType::kSendBackward
+                                                             : a->type == ActionType::kSendForward ||
+                                                                   a->type == ActionType::kRecvBackward)
+        << to_string(*a);
+  for (int32_t r = 0; r < 3; ++r) EXPECT_NO_THROW(p2p_calls_of(lowered, r, shape, "t"));
 }
 
 }  // namespace

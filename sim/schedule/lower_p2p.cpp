@@ -54,7 +54,7 @@ ActionSchedule lower_p2p(const ActionSchedule& s, lacuna::scenario::ScheduleKind
     std::vector<ScheduleAction> compute;
     for (const auto& a : s[r])
       if (is_llm_pass(a)) {
-        passes.push_back({pass_of(a->type), a->microbatch, a->stage / shape.pp});
+        passes.push_back({pass_of(a->type), a->microbatch, chunk_of_stage(shape, a->stage)});
         compute.push_back(*a);
       }
     const std::vector<P2pCall> calls = blocking_p2p_calls(rule, shape, rank, passes);
@@ -93,7 +93,7 @@ std::vector<P2pCall> p2p_calls_of(const ActionSchedule& s, int32_t rank, const P
   for (size_t step = 0; step < actions.size(); ++step) {
     const auto& a = actions[step];
     if (!is_llm_pass(a)) continue;
-    const Action p{pass_of(a->type), a->microbatch, a->stage / shape.pp};
+    const Action p{pass_of(a->type), a->microbatch, chunk_of_stage(shape, a->stage)};
     if (p.pass != Pass::kBackwardWeight)
       index[{p.pass == Pass::kForward, a->stage, a->microbatch}] = static_cast<int32_t>(passes.size());
     passes.push_back(p);

@@ -23,10 +23,14 @@ void add(std::vector<P2pCall>& calls, P2pCall call) {
 ActionComm action_comm(const PipelineShape& shape, int32_t rank, const Action& action) {
   const int32_t vs = virtual_stage(shape, rank, action.chunk);
   const int32_t last = shape.pp * shape.virtual_stages - 1;
+  // A neighbouring stage on this same rank (the V layout's turn) hands its
+  // tensor over in place: no transfer.
+  const bool prev_remote = vs > 0 && rank_of_stage(shape, vs - 1) != rank;
+  const bool next_remote = vs < last && rank_of_stage(shape, vs + 1) != rank;
   switch (action.pass) {
-    case Pass::kForward: return {vs > 0, vs < last};
+    case Pass::kForward: return {prev_remote, next_remote};
     case Pass::kBackward:
-    case Pass::kBackwardInput: return {vs < last, vs > 0};
+    case Pass::kBackwardInput: return {next_remote, prev_remote};
     case Pass::kBackwardWeight: return {false, false};
   }
   return {};

@@ -13,7 +13,8 @@
 namespace lacuna::schedule {
 
 // What an action sends and receives through the pipeline, given its virtual
-// stage (first / last stages have no upstream / downstream neighbour).
+// stage (first / last stages have no upstream / downstream neighbour, and a
+// neighbouring stage on the same rank, the V layout's turn, needs no transfer).
 struct ActionComm {
   bool recv = false;  // needs an activation (forward) or a gradient (backward) first
   bool send = false;  // produces one for a neighbour

@@ -26,6 +26,18 @@ struct Action {
   bool operator==(const Action&) const = default;
 };
 
+// Which virtual stages a pipeline rank holds.
+enum class StageLayout : uint8_t {
+  // Megatron-LM's: chunk c of rank r holds stage c·pp + r (every built-in
+  // schedule; a forward always travels to the next rank, wrapping around).
+  kLooped,
+  // The V shape of ZB-V (Qi et al., "Pipeline Parallelism with Controllable
+  // Memory", 2024) and DualPipe (DeepSeek-V3, 2024): two chunks, rank r
+  // holding stages r and 2·pp − 1 − r, so rank 0 holds the first and the
+  // last stage and the forward turns back at rank pp − 1 without a transfer.
+  kV,
+};
+
 struct PipelineShape {
   int32_t pp = 1;              // pipeline ranks
   int32_t virtual_stages = 1;  // model chunks per pipeline rank
@@ -44,12 +56,27 @@ struct PipelineShape {
   // core_v0.10.0 on). 0: pp, Megatron-LM's default.
   int32_t microbatch_group = 0;
   int32_t group() const { return microbatch_group > 0 ? microbatch_group : pp; }
+  // Schedules users bring (schedule.actions_file) may use the V layout;
+  // every built-in schedule is looped.
+  StageLayout layout = StageLayout::kLooped;
 };
 
-// Virtual stage of (pipeline rank, chunk): Megatron-LM's layout, chunk c of
-// rank r holds virtual stage c·pp + r.
+// Virtual stage of (pipeline rank, chunk): under Megatron-LM's layout chunk c
+// of rank r holds virtual stage c·pp + r; under the V layout chunk 0 holds
+// stage r and chunk 1 stage 2·pp − 1 − r.
 inline int32_t virtual_stage(const PipelineShape& s, int32_t rank, int32_t chunk) {
+  if (s.layout == StageLayout::kV) return chunk == 0 ? rank : 2 * s.pp - 1 - rank;
   return chunk * s.pp + rank;
+}
+
+// The pipeline rank and the chunk that hold virtual stage `stage`.
+inline int32_t rank_of_stage(const PipelineShape& s, int32_t stage) {
+  if (s.layout == StageLayout::kV) return stage < s.pp ? stage : 2 * s.pp - 1 - stage;
+  return stage % s.pp;
+}
+inline int32_t chunk_of_stage(const PipelineShape& s, int32_t stage) {
+  if (s.layout == StageLayout::kV) return stage < s.pp ? 0 : 1;
+  return stage / s.pp;
 }
 
 // Warm-up forwards of pipeline rank `rank` under interleaved 1F1B: Megatron-LM's

@@ -89,10 +89,10 @@ class Checker {
                  fmt::format("{} names microbatch {}, but the iteration has {}", to_string(*a), a->microbatch,
                              shape_.microbatches),
                  fmt::format("number microbatches 0 to {}", shape_.microbatches - 1));
-        if (a->stage % shape_.pp != r)
+        if (rank_of_stage(shape_, a->stage) != r)
           refuse(r, step,
-                 fmt::format("{} names stage {}, which runs on rank {} (chunk c of rank r holds stage c·pp + r)",
-                             to_string(*a), a->stage, a->stage % shape_.pp),
+                 fmt::format("{} names stage {}, which runs on rank {} ({})", to_string(*a), a->stage,
+                             rank_of_stage(shape_, a->stage), layout_rule(shape_)),
                  "move the action to its rank's line");
         const int slot = slot_of(a->type);
         if (slot < 0) continue;
@@ -108,7 +108,7 @@ class Checker {
   // Every (stage, microbatch) has F and (B, or I and W).
   void complete() const {
     for (int32_t st = 0; st < stages_; ++st) {
-      const int32_t rank = st % shape_.pp;
+      const int32_t rank = rank_of_stage(shape_, st);
       const int32_t last_step = static_cast<int32_t>(s_[static_cast<size_t>(rank)].size()) - 1;
       for (int32_t mb = 0; mb < shape_.microbatches; ++mb) {
         const At f = where_[index(st, mb, kF)], b = where_[index(st, mb, kB)], i = where_[index(st, mb, kI)],

@@ -24,14 +24,14 @@ struct CheckOptions {
 void check_schedule(const scenario::LoadedScenario& loaded, const std::string& file) {
   const bool custom = loaded.spec.schedule().kind() == scenario::CUSTOM;
   if (file.empty() && !custom) return;
+  schedule::PipelineShape shape;
   const schedule::ActionSchedule actions =
-      file.empty() ? compiler::scenario_actions(loaded) : compiler::check_actions_file(loaded, file);
+      file.empty() ? compiler::scenario_actions(loaded, &shape) : compiler::check_actions_file(loaded, file, &shape);
   size_t n = 0;
   for (const auto& r : actions) n += r.size();
-  const schedule::PipelineShape shape = compiler::scenario_pipeline_shape(loaded);
-  fmt::print("# schedule {}: ok ({} pipeline ranks, {} virtual stages, {} microbatches, {} actions)\n",
+  fmt::print("# schedule {}: ok ({} pipeline ranks, {} virtual stages{}, {} microbatches, {} actions)\n",
              file.empty() ? compiler::actions_file_path(loaded) : file, shape.pp, shape.pp * shape.virtual_stages,
-             shape.microbatches, n);
+             shape.layout == schedule::StageLayout::kV ? " in the V layout" : "", shape.microbatches, n);
 }
 
 int run_check(const CheckOptions& o) {
