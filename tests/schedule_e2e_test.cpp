@@ -117,6 +117,14 @@ TEST(ScheduleE2E, BrokenSchedulesAreRefusedNamingRankStepAndAction) {
   EXPECT_EQ(t.exit_code, 2) << t.output;
   EXPECT_NE(t.output.find(typo + ":1:13: action: \"0Q1\""), std::string::npos) << t.output;
 
+  // A byte-order mark is named, not reported as a stray character.
+  const std::string bom = dir / "bom.txt";
+  std::ofstream(bom) << "\xEF\xBB\xBF" << read_file(dumped);
+  const auto mark = run_lacuna("check " + scenario + " --schedule " + bom);
+  EXPECT_EQ(mark.exit_code, 2) << mark.output;
+  EXPECT_NE(mark.output.find(bom + ":1:1: schedule: the file starts with a UTF-8 byte-order mark"), std::string::npos)
+      << mark.output;
+
   // A CUSTOM scenario whose file does not exist names the scenario's field.
   const std::string missing = dir / "missing.pbtxt";
   std::ofstream(missing) << with_schedule(scenario, "actions_file: \"nope.txt\"");

@@ -36,6 +36,9 @@ schedule::ActionSchedule read_actions(const std::string& path, schedule::Pipelin
   } catch (const Error& e) {
     throw Error(named_by, e.problem(), e.fix());
   }
+  if (starts_with_utf8_bom(text))
+    throw Error(SourceLocation{path, 1, 1, "schedule"}, "the file starts with a UTF-8 byte-order mark",
+                "save it without the mark (plain UTF-8)");
   schedule::ActionSchedule actions = schedule::parse_schedule(text, path);
   if (static_cast<int32_t>(actions.size()) == shape.pp) shape.layout = schedule::infer_layout(actions, shape, path);
   schedule::validate_actions(actions, shape, path);

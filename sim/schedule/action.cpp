@@ -264,20 +264,26 @@ ActionSchedule parse_schedule(std::string_view text, const std::string& file) {
 
 std::string format_grid(const ActionSchedule& s, int32_t first_step, int32_t last_step,
                         std::optional<std::pair<int32_t, int32_t>> mark) {
+  // Many ranks: the nine around the marked one (a message stays readable).
+  size_t first_rank = 0, end_rank = s.size();
+  if (mark && s.size() > 9) {
+    first_rank = static_cast<size_t>(std::clamp<int64_t>(mark->first - 4, 0, static_cast<int64_t>(s.size()) - 9));
+    end_rank = first_rank + 9;
+  }
   size_t steps = 0;
   for (const RankActions& r : s) steps = std::max(steps, r.size());
   const int32_t last = std::min<int64_t>(last_step, static_cast<int64_t>(steps) - 1);
   const int32_t first = std::max(0, first_step);
-  size_t width = fmt::format("rank {}", s.empty() ? 0 : s.size() - 1).size();
-  for (const RankActions& r : s)
-    for (const auto& a : r)
+  size_t width = fmt::format("rank {}", s.empty() ? 0 : end_rank - 1).size();
+  for (size_t r = first_rank; r < end_rank; ++r)
+    for (const auto& a : s[r])
       if (a) width = std::max(width, to_string(*a).size() + 2);
   std::string out = fmt::format("{:>6}", "step");
-  for (size_t r = 0; r < s.size(); ++r) out += fmt::format(" {:>{}}", fmt::format("rank {}", r), width);
+  for (size_t r = first_rank; r < end_rank; ++r) out += fmt::format(" {:>{}}", fmt::format("rank {}", r), width);
   out += "\n";
   for (int32_t step = first; step <= last; ++step) {
     out += fmt::format("{:>6}", step);
-    for (size_t r = 0; r < s.size(); ++r) {
+    for (size_t r = first_rank; r < end_rank; ++r) {
       const auto& rank = s[r];
       std::string cell;
       if (static_cast<size_t>(step) < rank.size() && rank[static_cast<size_t>(step)])

@@ -104,7 +104,8 @@ ActionSchedule parse_schedule(std::string_view text, const std::string& file);
 
 // The rank × step table PyTorch's _format_pipeline_order prints: a header of
 // ranks, a row per step. `first_step`..`last_step` (inclusive, clamped) limit
-// the rows; `mark` (rank, step) is starred.
+// the rows; `mark` (rank, step) is starred, and with more than nine ranks only
+// the nine around it are shown.
 std::string format_grid(const ActionSchedule& s, int32_t first_step = 0, int32_t last_step = INT32_MAX,
                         std::optional<std::pair<int32_t, int32_t>> mark = std::nullopt);
 

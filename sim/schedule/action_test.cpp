@@ -99,6 +99,16 @@ TEST(ActionText, GridShowsRanksAsColumnsAndMarksAStep) {
   const ActionSchedule s = parse_schedule("rank 0: 0F0 0B0\nrank 1: _ 1F0 1B0\n", "t");
   EXPECT_EQ(format_grid(s), "  step rank 0 rank 1\n     0    0F0       \n     1    0B0    1F0\n     2           1B0\n");
   EXPECT_NE(format_grid(s, 1, 1, std::make_pair(1, 1)).find("1F0*"), std::string::npos);
+  // Many ranks: the nine around the marked one.
+  ActionSchedule wide(40);
+  for (int32_t r = 0; r < 40; ++r) wide[static_cast<size_t>(r)].push_back(ScheduleAction{ActionType::kForward, r, 0});
+  const std::string g = format_grid(wide, 0, 0, std::make_pair(20, 0));
+  EXPECT_NE(g.find("rank 16"), std::string::npos) << g;
+  EXPECT_NE(g.find("rank 24"), std::string::npos) << g;
+  EXPECT_EQ(g.find("rank 15"), std::string::npos) << g;
+  EXPECT_EQ(g.find("rank 25"), std::string::npos) << g;
+  EXPECT_NE(g.find("20F0*"), std::string::npos) << g;
+  EXPECT_NE(format_grid(wide, 0, 0, std::make_pair(39, 0)).find("rank 31"), std::string::npos);
 }
 
 const lacuna::scenario::ScheduleKind kKinds[] = {lacuna::scenario::GPIPE, lacuna::scenario::ONE_F_ONE_B,
