@@ -194,6 +194,27 @@ TEST(ScheduleE2E, VShapedSchedulesCompileAndRun) {
     EXPECT_GT(folded, 0);
     EXPECT_EQ(nlohmann::json::parse(read_file(json))["iteration_time_ns"].get<int64_t>(), folded);
   }
+  // ZB-V, generated for this pipeline (sim/schedule/zbv.h) and run with
+  // overlapped p2p: the same at full rank as folded, and shorter than the
+  // V-shaped GPipe order.
+  const int64_t gpipe = iteration_ns(dir, overlapped, "gpipe");
+  const auto g = run_lacuna("compile " + overlapped + " --dump-schedule " + (dir / "zbv.txt") + " --generate zb-v");
+  ASSERT_EQ(g.exit_code, 0) << g.output;
+  std::string z = o;
+  z.replace(z.find("v.txt"), 5, "zbv.txt");
+  std::ofstream(dir / "zbv.pbtxt") << z;
+  const int64_t zbv = iteration_ns(dir, dir / "zbv.pbtxt", "zbv");
+  EXPECT_GT(zbv, 0);
+  EXPECT_LT(zbv, gpipe);
+  const auto zfull = run_lacuna("simulate " + (dir / "zbv.pbtxt") + " --ideal --no-trace --no-svg --json " + (dir / "zf.json"));
+  ASSERT_EQ(zfull.exit_code, 0) << zfull.output;
+  EXPECT_EQ(nlohmann::json::parse(read_file(dir / "zf.json"))["iteration_time_ns"].get<int64_t>(), zbv);
+  // ZB-V needs two chunks.
+  EXPECT_EQ(run_lacuna("compile " + source_path("scenarios/llm/gpt-1.3b-8gpu.pbtxt") + " --dump-schedule " +
+                       (dir / "no.txt") + " --generate zb-v")
+                .exit_code,
+            2);
+
   // The lowered form has no transfer at rank 1's turn (stage 1 → 2).
   ASSERT_EQ(run_lacuna("compile " + blocking + " --dump-schedule " + (dir / "p2p.txt") + " --with-p2p").exit_code, 0);
   const std::string lowered = read_file(dir / "p2p.txt");

@@ -22,6 +22,10 @@ constexpr std::array<StreamSpec, static_cast<size_t>(StreamId::kCount)> kStreams
     {"dp", ir::DP_COMM},
     {"sync", ir::DP_COMM},
     {"ep", ir::EP_COMM},
+    {"pp_recv_fwd_next", ir::PP_RECV},
+    {"pp_send_fwd_prev", ir::PP_SEND},
+    {"pp_recv_bwd_prev", ir::PP_RECV},
+    {"pp_send_bwd_next", ir::PP_SEND},
 }};
 
 size_t idx(StreamId s) { return static_cast<size_t>(s); }
@@ -67,9 +71,11 @@ ir::Op* ClassBuilder::op(StreamId stream, int32_t index) { return streams_[idx(s
 ir::RankClass ClassBuilder::finish(const std::string& name) {
   ir::RankClass c;
   c.set_name(name);
-  // Classes without EP traffic declare the events of dense programs only.
-  const bool ep = streams_[idx(StreamId::kEp)].ops_size() > 0;
-  c.set_num_events(static_cast<int32_t>(ep ? EventId::kCount : EventId::kComputeToEp));
+  // Classes without EP traffic or the V layout's streams declare the events
+  // of dense programs only.
+  bool extended = streams_[idx(StreamId::kEp)].ops_size() > 0;
+  for (size_t i = idx(StreamId::kRecvFwdFromNext); i < streams_.size(); ++i) extended |= streams_[i].ops_size() > 0;
+  c.set_num_events(static_cast<int32_t>(extended ? EventId::kCount : EventId::kComputeToEp));
   for (auto& s : streams_)
     if (s.ops_size() > 0) *c.add_streams() = std::move(s);
   return c;

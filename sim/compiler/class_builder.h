@@ -17,7 +17,30 @@ namespace lacuna::compiler {
 // the gradient norm, the step statistics), apart from the DP stream's buckets.
 // kEp: MoE token dispatch and combine (docs/moe.md), last so that dense
 // programs keep their stream order.
-enum class StreamId : int32_t { kCompute, kTp, kCp, kRecvFwd, kSendFwd, kRecvBwd, kSendBwd, kDp, kSync, kEp, kCount };
+// kRecvFwd / kSendFwd / kRecvBwd / kSendBwd: activations from pp_prev and to
+// pp_next, gradients from pp_next and to pp_prev (Megatron-LM's layout: the
+// only directions). The V layout (docs/schedules.md#stage-layouts) also sends
+// activations to pp_prev and gradients to pp_next: the four streams after
+// kEp, appended so that other programs keep their streams. One stream per
+// (neighbour, tensor kind): a rendezvous send blocks its stream, so each
+// stream carries one stage boundary's transfers, in microbatch order.
+enum class StreamId : int32_t {
+  kCompute,
+  kTp,
+  kCp,
+  kRecvFwd,
+  kSendFwd,
+  kRecvBwd,
+  kSendBwd,
+  kDp,
+  kSync,
+  kEp,
+  kRecvFwdFromNext,
+  kSendFwdToPrev,
+  kRecvBwdFromPrev,
+  kSendBwdToNext,
+  kCount
+};
 
 enum class EventId : int32_t {
   kComputeToTp,
@@ -40,6 +63,13 @@ enum class EventId : int32_t {
   // MoE (appended: a class without EP traffic keeps the events above only).
   kComputeToEp,
   kEpToCompute,
+  // The V layout's extra p2p streams (appended likewise).
+  kRecvFwdFromNextToCompute,
+  kComputeToSendFwdToPrev,
+  kSendFwdToPrevToCompute,
+  kRecvBwdFromPrevToCompute,
+  kComputeToSendBwdToNext,
+  kSendBwdToNextToCompute,
   kCount
 };
 

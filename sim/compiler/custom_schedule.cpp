@@ -7,6 +7,7 @@
 #include "sim/core/input_file.h"
 #include "sim/schedule/lower_p2p.h"
 #include "sim/schedule/validate_actions.h"
+#include "sim/schedule/zbv.h"
 
 namespace lacuna::compiler {
 namespace {
@@ -98,6 +99,29 @@ schedule::ActionSchedule check_actions_file(const scenario::LoadedScenario& scen
   schedule::ActionSchedule actions = read_actions(path, shape, SourceLocation{path, 0, 0, "--schedule"});
   if (shape_out != nullptr) *shape_out = shape;
   return actions;
+}
+
+schedule::ActionSchedule generate_schedule(const scenario::LoadedScenario& scenario, const std::string& name) {
+  if (name != "zb-v")
+    throw Error(SourceLocation{{}, 0, 0, "--generate"}, "no schedule generator \"" + name + "\"", "use zb-v");
+  if (scenario.spec.model().encoders_size() > 0)
+    throw Error(scenario.locations.locate("model.encoders"),
+                "a generated schedule orders the LLM's pipeline; placements of encoders build their own",
+                "generate it for the scenario without its encoders");
+  const schedule::PipelineShape shape = scenario_pipeline_shape(scenario);
+  if (shape.virtual_stages != 2)
+    throw Error(scenario.locations.locate("parallel.virtual_stages"),
+                "ZB-V runs two model chunks per pipeline rank (the V), but virtual_stages is " +
+                    std::to_string(shape.virtual_stages),
+                "set parallel.virtual_stages: 2");
+  // runtime.py's activation estimate per layer (sail-sg/zero-bubble-pipeline-
+  // parallelism, commit 39f2c186): F 34·h + 5·a·s, W −32·h, B −(F + W).
+  const auto& llm = scenario.spec.model().llm();
+  schedule::ZbvCosts costs;
+  costs.forward_memory = 34 * llm.hidden_size() + 5 * llm.num_attention_heads() * llm.seq_length();
+  costs.weight_memory = -32 * llm.hidden_size();
+  costs.backward_memory = -(costs.forward_memory + costs.weight_memory);
+  return schedule::zbv_schedule(shape.pp, shape.microbatches, costs);
 }
 
 }  // namespace lacuna::compiler

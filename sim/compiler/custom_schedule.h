@@ -47,4 +47,11 @@ schedule::ActionSchedule scenario_actions(const scenario::LoadedScenario& scenar
 schedule::ActionSchedule check_actions_file(const scenario::LoadedScenario& scenario, const std::string& path,
                                             schedule::PipelineShape* shape = nullptr);
 
+// A schedule generated for the scenario's LLM pipeline, for actions_file:
+// "zb-v" (schedule::zbv_schedule with the authors' fixed pass costs and
+// runtime.py's per-layer activation estimate from the model's hidden size,
+// attention heads and sequence length). Throws for another name, a scenario
+// with encoders, or virtual_stages other than 2.
+schedule::ActionSchedule generate_schedule(const scenario::LoadedScenario& scenario, const std::string& name);
+
 }  // namespace lacuna::compiler

@@ -132,7 +132,7 @@ void StageBuilder::forward(int32_t i, const schedule::Action& a) {
     stamp.apply(fwd_buckets.back().module);
   }
   if (p2p_ && !blocking_ && vs > 0) {
-    const Hop h = hop(vs, vs - 1);
+    const Hop h = hop(vs, vs - 1, true);
     if (h.remote) receive_into_compute(h.recv_stream, h.received, h.peer_slot, 0, tag(0, vs, a.microbatch), vs - 1, ctx);
   }
   for (int32_t si = 0; si < num_segs; ++si) {
@@ -169,7 +169,7 @@ void StageBuilder::forward(int32_t i, const schedule::Action& a) {
     stamp.apply(seg.module);
   }
   if (p2p_ && !blocking_ && vs < num_vs_ - 1) {
-    const Hop h = hop(vs, vs + 1);
+    const Hop h = hop(vs, vs + 1, true);
     if (h.remote) send_from_compute(h.send_stream, h.to_send, h.peer_slot, 0, tag(0, vs + 1, a.microbatch), vs, ctx);
   }
 }
@@ -186,7 +186,7 @@ void StageBuilder::backward(int32_t i, const schedule::Action& a) {
                         : a.pass == Pass::kBackwardInput ? Filter::kInputOnly
                                                          : Filter::kWeightOnly;
   if (p2p_ && !blocking_ && produces_grad && vs < num_vs_ - 1) {
-    const Hop h = hop(vs, vs + 1);
+    const Hop h = hop(vs, vs + 1, false);
     if (h.remote) receive_into_compute(h.recv_stream, h.received, h.peer_slot, 1, tag(1, vs, a.microbatch), vs, ctx);
   }
   // The chunk's last weight-gradient pass hands each bucket but the last
@@ -236,7 +236,7 @@ void StageBuilder::backward(int32_t i, const schedule::Action& a) {
     stamp.apply(seg.module);
   }
   if (p2p_ && !blocking_ && produces_grad && vs > 0) {
-    const Hop h = hop(vs, vs - 1);
+    const Hop h = hop(vs, vs - 1, false);
     if (h.remote)
       send_from_compute(h.send_stream, h.to_send, h.peer_slot, 1, tag(1, vs - 1, a.microbatch), vs - 1, ctx);
   }

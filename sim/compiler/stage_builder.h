@@ -43,9 +43,8 @@ class StageBuilder {
                          int32_t boundary, const OpContext& ctx);
   // How this rank's stage `vs` reaches its neighbouring stage `other`
   // (vs ± 1): the peer slot toward the rank that holds it and the streams of
-  // that neighbour (one send and one receive stream per neighbour, so that
-  // each stream's rendezvous transfers go to one rank in order); `remote`
-  // false when this rank holds `other` too (the V layout's turn).
+  // that (neighbour, tensor kind) (class_builder.h); `remote` false when this
+  // rank holds `other` too (the V layout's turn).
   struct Hop {
     bool remote = false;
     int32_t peer_slot = 0;
@@ -53,7 +52,8 @@ class StageBuilder {
     EventId to_send = EventId::kComputeToSendFwd, received = EventId::kRecvFwdToCompute;
     EventId sent = EventId::kSendFwdToCompute;
   };
-  Hop hop(int32_t vs, int32_t other) const;
+  // `activation`: a forward's activation (else a backward's gradient).
+  Hop hop(int32_t vs, int32_t other, bool activation) const;
   void emit_blocking_calls_after(int32_t action_index);  // -1: before the first action
   void emit_call(const schedule::P2pCall& call);
 

@@ -58,7 +58,7 @@ void StageBuilder::send_from_compute(StreamId stream, EventId event, int32_t pee
   stamp.apply(boundary_module_[boundary]);
 }
 
-StageBuilder::Hop StageBuilder::hop(int32_t vs, int32_t other) const {
+StageBuilder::Hop StageBuilder::hop(int32_t vs, int32_t other, bool activation) const {
   Hop h;
   h.remote = schedule::rank_of_stage(in_.pipeline, other) != in_.pp_rank;
   // Looped layout: the next stage is always on pp_next. V layout: the second
@@ -66,14 +66,28 @@ StageBuilder::Hop StageBuilder::hop(int32_t vs, int32_t other) const {
   const bool returning = in_.pipeline.layout == schedule::StageLayout::kV && vs >= in_.pipeline.pp;
   const bool toward_next = (other > vs) != returning;
   h.peer_slot = toward_next ? kSlotPpNext : kSlotPpPrev;
-  // pp_next: activations out on the forward send stream, gradients in on the
-  // backward receive stream; pp_prev the reverse (the looped layout's
-  // streams, unchanged).
-  h.send_stream = toward_next ? StreamId::kSendFwd : StreamId::kSendBwd;
-  h.recv_stream = toward_next ? StreamId::kRecvBwd : StreamId::kRecvFwd;
-  h.to_send = toward_next ? EventId::kComputeToSendFwd : EventId::kComputeToSendBwd;
-  h.received = toward_next ? EventId::kRecvBwdToCompute : EventId::kRecvFwdToCompute;
-  h.sent = toward_next ? EventId::kSendFwdToCompute : EventId::kSendBwdToCompute;
+  // The looped layout's four streams (activations to pp_next, gradients to
+  // pp_prev, and their receives), unchanged; the V layout's reverse
+  // directions on streams of their own.
+  if (activation) {
+    if (toward_next) {
+      h.send_stream = StreamId::kSendFwd, h.to_send = EventId::kComputeToSendFwd, h.sent = EventId::kSendFwdToCompute;
+      h.recv_stream = StreamId::kRecvFwdFromNext, h.received = EventId::kRecvFwdFromNextToCompute;
+    } else {
+      h.send_stream = StreamId::kSendFwdToPrev, h.to_send = EventId::kComputeToSendFwdToPrev,
+      h.sent = EventId::kSendFwdToPrevToCompute;
+      h.recv_stream = StreamId::kRecvFwd, h.received = EventId::kRecvFwdToCompute;
+    }
+  } else {
+    if (toward_next) {
+      h.send_stream = StreamId::kSendBwdToNext, h.to_send = EventId::kComputeToSendBwdToNext,
+      h.sent = EventId::kSendBwdToNextToCompute;
+      h.recv_stream = StreamId::kRecvBwd, h.received = EventId::kRecvBwdToCompute;
+    } else {
+      h.send_stream = StreamId::kSendBwd, h.to_send = EventId::kComputeToSendBwd, h.sent = EventId::kSendBwdToCompute;
+      h.recv_stream = StreamId::kRecvBwdFromPrev, h.received = EventId::kRecvBwdFromPrevToCompute;
+    }
+  }
   return h;
 }
 
@@ -100,7 +114,7 @@ void StageBuilder::emit_call(const schedule::P2pCall& call) {
     // Forward: receive from stage vs − 1 (boundary vs − 1), send to vs + 1
     // (boundary vs); backward the reverse, on channel 1.
     const int32_t boundary = forward == send ? vs : vs - 1;
-    const Hop h = hop(vs, forward == send ? vs + 1 : vs - 1);
+    const Hop h = hop(vs, forward == send ? vs + 1 : vs - 1, forward);
     const int32_t peer = h.peer_slot;
     const int32_t channel = forward ? 0 : 1;
     const int64_t tag_value =

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <google/protobuf/text_format.h>
 
+#include "sim/compiler/custom_schedule.h"
 #include "sim/core/atomic_file.h"
 #include "sim/core/error.h"
 #include "sim/ir/digest.h"
@@ -28,6 +29,7 @@ struct CompileOptions {
   std::string scenario;
   std::string output;
   std::string dump_schedule;
+  std::string generate;
   bool with_p2p = false;
   bool text = false;
   int64_t scale_down = 1;
@@ -53,12 +55,16 @@ OpCounts count_ops(const ir::RankClass& cls) {
 
 // The schedule's actions (sim/schedule/action.h): the text form, or
 // PyTorch's CSV for a .csv path.
-void dump_schedule(const scenario::LoadedScenario& loaded, const std::string& path, bool with_p2p) {
-  const schedule::ActionSchedule actions = placement::schedule_actions(loaded, with_p2p);
+void dump_schedule(const scenario::LoadedScenario& loaded, const std::string& path, bool with_p2p,
+                   const std::string& generate) {
+  const schedule::ActionSchedule actions =
+      generate.empty() ? placement::schedule_actions(loaded, with_p2p) : compiler::generate_schedule(loaded, generate);
   const bool csv = std::filesystem::path(path).extension() == ".csv";
   std::string text;
   if (!csv)
-    text = fmt::format("# {}: pipeline actions, one line per pipeline rank (docs/schedules.md){}\n", loaded.path,
+    text = fmt::format("# {}: {}pipeline actions, one line per pipeline rank (docs/schedules.md){}\n", loaded.path,
+                       generate.empty() ? "" : generate + " (run it with execution.pipeline_p2p: P2P_OVERLAPPED, "
+                                                          "as its authors' runtime posts transfers ahead) ",
                        with_p2p ? "; sends and receives as blocking calls ('+' joins one batched call), which "
                                   "execution.pipeline_p2p: P2P_OVERLAPPED replaces by overlapped transfers"
                                 : "");
@@ -75,10 +81,13 @@ int run_compile(const CompileOptions& o) {
                 "give -o FILE for the program, --dump-schedule FILE for the schedule's actions, or both");
   check_outputs({{"--output", o.output}, {"--dump-schedule", o.dump_schedule}}, {{"SCENARIO", o.scenario}});
   const scenario::LoadedScenario loaded = scenario::load_scenario(o.scenario, o.scale_down);
+  if (!o.generate.empty() && (o.dump_schedule.empty() || o.with_p2p))
+    throw Error(SourceLocation{{}, 0, 0, "--generate"}, "--generate writes a schedule for --dump-schedule, without --with-p2p",
+                "add --dump-schedule FILE; the p2p pass places a generated schedule's transfers when it runs");
   if (o.with_p2p && o.dump_schedule.empty())
     throw Error(SourceLocation{{}, 0, 0, "--with-p2p"}, "--with-p2p shapes --dump-schedule's output",
                 "add --dump-schedule FILE");
-  if (!o.dump_schedule.empty()) dump_schedule(loaded, o.dump_schedule, o.with_p2p);
+  if (!o.dump_schedule.empty()) dump_schedule(loaded, o.dump_schedule, o.with_p2p, o.generate);
   if (o.output.empty()) return 0;
   ir::Program program = placement::compile(loaded);
   // The resolved variability travels with the program (docs/variability.md),
@@ -144,6 +153,10 @@ void add_compile_command(CLI::App& app, Action& action) {
   sub->add_flag("--with-p2p", o->with_p2p,
                 "with --dump-schedule: write the pipeline's blocking sends and receives too (SEND_F, RECV_B, ...; "
                 "'+' joins one batched call), as the p2p pass places them");
+  sub->add_option("--generate", o->generate,
+                  "with --dump-schedule: write a generated schedule for the scenario's pipeline instead of its own: "
+                  "zb-v (ZB-V, the V-shaped zero-bubble schedule; needs virtual_stages 2)")
+      ->check(CLI::IsMember({"zb-v"}));
   sub->add_flag("--text", o->text, "write protobuf text format instead of binary");
   add_scale_down_option(sub, o->scale_down);
   sub->callback([o, &action] { action = [o] { return run_compile(*o); }; });
