@@ -27,8 +27,10 @@ struct ZbvCosts {
   int64_t forward = 1000, backward_input = 1000, backward_weight = 1000, comm = 1;
   // Activation memory a pass adds (F) or frees (B, W), in any unit; the
   // limit defaults to 2·pp forwards' worth (1F1B's peak), as in zbv.py.
-  // runtime.py's estimate per layer: F 34·h + 5·a·s, W −32·h, B −(F + W)
-  // (h hidden size, a attention heads, s sequence length).
+  // The defaults are an abstract setting (B and W each free half of what F
+  // holds) for tests; compiler::generate_schedule passes runtime.py's
+  // estimate per layer: F 34·h + 5·a·s, W −32·h, B −(F + W) (h hidden size,
+  // a attention heads, s sequence length).
   int64_t forward_memory = 2, backward_memory = -1, weight_memory = -1;
   int64_t max_memory = 0;  // 0: 2·pp·forward_memory
 };
