@@ -209,11 +209,29 @@ TEST(ScheduleE2E, VShapedSchedulesCompileAndRun) {
   const auto zfull = run_lacuna("simulate " + (dir / "zbv.pbtxt") + " --ideal --no-trace --no-svg --json " + (dir / "zf.json"));
   ASSERT_EQ(zfull.exit_code, 0) << zfull.output;
   EXPECT_EQ(nlohmann::json::parse(read_file(dir / "zf.json"))["iteration_time_ns"].get<int64_t>(), zbv);
-  // ZB-V needs two chunks.
-  EXPECT_EQ(run_lacuna("compile " + source_path("scenarios/llm/gpt-1.3b-8gpu.pbtxt") + " --dump-schedule " +
-                       (dir / "no.txt") + " --generate zb-v")
-                .exit_code,
-            2);
+  // DualPipeV likewise (sim/schedule/dualpipev.h): its F&B pairs survive the
+  // file, folded equals full rank, and it beats the GPipe order.
+  const auto d =
+      run_lacuna("compile " + overlapped + " --dump-schedule " + (dir / "dpv.csv") + " --generate dualpipev");
+  ASSERT_EQ(d.exit_code, 0) << d.output;
+  EXPECT_NE(read_file(dir / "dpv.csv").find("3F2&0B0"), std::string::npos) << read_file(dir / "dpv.csv");
+  std::string dp = o;
+  dp.replace(dp.find("v.txt"), 5, "dpv.csv");
+  std::ofstream(dir / "dpv.pbtxt") << dp;
+  const int64_t dpv = iteration_ns(dir, dir / "dpv.pbtxt", "dpv");
+  EXPECT_GT(dpv, 0);
+  EXPECT_LT(dpv, gpipe);
+  const auto dfull =
+      run_lacuna("simulate " + (dir / "dpv.pbtxt") + " --ideal --no-trace --no-svg --json " + (dir / "df.json"));
+  ASSERT_EQ(dfull.exit_code, 0) << dfull.output;
+  EXPECT_EQ(nlohmann::json::parse(read_file(dir / "df.json"))["iteration_time_ns"].get<int64_t>(), dpv);
+  // Both need two chunks; the error names the field.
+  for (const char* generator : {"zb-v", "dualpipev"}) {
+    const auto no = run_lacuna("compile " + source_path("scenarios/llm/gpt-1.3b-8gpu.pbtxt") + " --dump-schedule " +
+                               (dir / "no.txt") + " --generate " + generator);
+    EXPECT_EQ(no.exit_code, 2) << no.output;
+    EXPECT_NE(no.output.find("parallel.virtual_stages"), std::string::npos) << no.output;
+  }
 
   // The lowered form has no transfer at rank 1's turn (stage 1 → 2).
   ASSERT_EQ(run_lacuna("compile " + blocking + " --dump-schedule " + (dir / "p2p.txt") + " --with-p2p").exit_code, 0);

@@ -30,7 +30,7 @@ ir::Program compile(const scenario::LoadedScenario& scenario, const CompileOptio
   add_rank_layout(layout, static_cast<int32_t>(plan.gpus_per_node), program, par.distributed_optimizer());
   add_moe_layout(scenario, layout, program);
   add_fp8_layout(scenario, layout, program);
-  add_stage_classes(scenario, base, actions, program, order.p2p_calls ? &*order.p2p_calls : nullptr);
+  add_stage_classes(scenario, base, actions, program, &order);
   fill_program_info(scenario, plan, base, kind, *program.mutable_info());
   return program;
 }

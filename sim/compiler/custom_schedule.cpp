@@ -1,10 +1,15 @@
 #include "sim/compiler/custom_schedule.h"
 
+#include <algorithm>
 #include <filesystem>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "sim/compiler/segment_inputs.h"
 #include "sim/core/error.h"
 #include "sim/core/input_file.h"
+#include "sim/schedule/dualpipev.h"
 #include "sim/schedule/lower_p2p.h"
 #include "sim/schedule/validate_actions.h"
 #include "sim/schedule/zbv.h"
@@ -57,6 +62,7 @@ CustomSchedule load_custom_schedule(const scenario::LoadedScenario& scenario, sc
       read_actions(path, shape, scenario.locations.locate("schedule.actions_file"));
   CustomSchedule out;
   out.passes = schedule::to_schedule(actions, shape, path);
+  out.overlapped_pairs = schedule::overlapped_pairs(actions);
   if (schedule::has_p2p_actions(actions)) {
     out.p2p_calls.emplace();
     for (int32_t r = 0; r < shape.pp; ++r) out.p2p_calls->push_back(schedule::p2p_calls_of(actions, r, shape, path));
@@ -101,9 +107,18 @@ schedule::ActionSchedule check_actions_file(const scenario::LoadedScenario& scen
   return actions;
 }
 
-schedule::ActionSchedule generate_schedule(const scenario::LoadedScenario& scenario, const std::string& name) {
-  if (name != "zb-v")
-    throw Error(SourceLocation{{}, 0, 0, "--generate"}, "no schedule generator \"" + name + "\"", "use zb-v");
+const std::vector<std::string>& schedule_generators() {
+  static const std::vector<std::string> names{"zb-v", "dualpipev"};
+  return names;
+}
+
+schedule::ActionSchedule generate_schedule(const scenario::LoadedScenario& scenario, const std::string& name,
+                                           const std::string& option) {
+  const auto& names = schedule_generators();
+  if (std::find(names.begin(), names.end(), name) == names.end())
+    throw Error(SourceLocation{{}, 0, 0, option}, "no schedule generator \"" + name + "\"",
+                "use " + fmt::format("{}", fmt::join(names, " or ")));
+  const std::string title = name == "zb-v" ? "ZB-V" : "DualPipeV";
   if (scenario.spec.model().encoders_size() > 0)
     throw Error(scenario.locations.locate("model.encoders"),
                 "a generated schedule orders the LLM's pipeline; placements of encoders build their own",
@@ -111,9 +126,19 @@ schedule::ActionSchedule generate_schedule(const scenario::LoadedScenario& scena
   const schedule::PipelineShape shape = scenario_pipeline_shape(scenario);
   if (shape.virtual_stages != 2)
     throw Error(scenario.locations.locate("parallel.virtual_stages"),
-                "ZB-V runs two model chunks per pipeline rank (the V), but virtual_stages is " +
+                title + " runs two model chunks per pipeline rank (the V), but virtual_stages is " +
                     std::to_string(shape.virtual_stages),
                 "set parallel.virtual_stages: 2");
+  if (name == "dualpipev") {
+    if (shape.microbatches < 2 * shape.pp)
+      throw Error(scenario.locations.locate("training.global_batch"),
+                  fmt::format("DualPipeV needs at least 2·pp = {} microbatches per iteration, but global_batch / "
+                              "(micro_batch × dp) gives {}",
+                              2 * shape.pp, shape.microbatches),
+                  fmt::format("raise training.global_batch until global_batch / (micro_batch × dp) >= {}",
+                              2 * shape.pp));
+    return schedule::dualpipev_schedule(shape.pp, shape.microbatches);
+  }
   // runtime.py's activation estimate per layer (sail-sg/zero-bubble-pipeline-
   // parallelism, commit 39f2c186): F 34·h + 5·a·s, W −32·h, B −(F + W).
   const auto& llm = scenario.spec.model().llm();

@@ -27,6 +27,9 @@ struct CustomSchedule {
   // blocking calls as written (schedule::p2p_calls_of); else absent, and the
   // p2p pass places them.
   std::optional<std::vector<std::vector<schedule::P2pCall>>> p2p_calls;
+  // Per rank, the passes whose forward runs overlapped with the next pass
+  // (schedule::overlapped_pairs: DualPipe's F&B).
+  std::vector<std::vector<int32_t>> overlapped_pairs;
 };
 // `shape` gets the stage layout the file's actions follow (looped, or V).
 CustomSchedule load_custom_schedule(const scenario::LoadedScenario& scenario, schedule::PipelineShape& shape);
@@ -47,11 +50,17 @@ schedule::ActionSchedule scenario_actions(const scenario::LoadedScenario& scenar
 schedule::ActionSchedule check_actions_file(const scenario::LoadedScenario& scenario, const std::string& path,
                                             schedule::PipelineShape* shape = nullptr);
 
+// The generators generate_schedule knows, in the order help lists them.
+const std::vector<std::string>& schedule_generators();
+
 // A schedule generated for the scenario's LLM pipeline, for actions_file:
 // "zb-v" (schedule::zbv_schedule with the authors' fixed pass costs and
 // runtime.py's per-layer activation estimate from the model's hidden size,
-// attention heads and sequence length). Throws for another name, a scenario
-// with encoders, or virtual_stages other than 2.
-schedule::ActionSchedule generate_schedule(const scenario::LoadedScenario& scenario, const std::string& name);
+// attention heads and sequence length) or "dualpipev"
+// (schedule::dualpipev_schedule). Throws for another name (the error names
+// `option`, the caller's flag or field), a scenario with encoders,
+// virtual_stages other than 2, or (DualPipeV) fewer than 2·pp microbatches.
+schedule::ActionSchedule generate_schedule(const scenario::LoadedScenario& scenario, const std::string& name,
+                                           const std::string& option);
 
 }  // namespace lacuna::compiler

@@ -156,12 +156,14 @@ ModuleWork encoder_work(const scenario::Scenario& spec, int e, int64_t samples, 
 
 void add_stage_classes(const scenario::LoadedScenario& scenario, const StageInputs& base,
                        const std::vector<std::vector<schedule::Action>>& actions, ir::Program& program,
-                       const std::vector<std::vector<schedule::P2pCall>>* p2p_calls) {
+                       const CustomSchedule* custom) {
   for (int32_t r = 0; r < base.pipeline.pp; ++r) {
     StageInputs in = base;
     in.pp_rank = r;
     in.actions = actions[static_cast<size_t>(r)];
-    if (p2p_calls != nullptr) in.p2p_calls = (*p2p_calls)[static_cast<size_t>(r)];
+    if (custom != nullptr && custom->p2p_calls) in.p2p_calls = (*custom->p2p_calls)[static_cast<size_t>(r)];
+    if (custom != nullptr && !custom->overlapped_pairs.empty())
+      in.overlapped_pairs = custom->overlapped_pairs[static_cast<size_t>(r)];
     const int64_t estimate = estimate_ops(in);
     if (estimate > kMaxOpsPerClass)
       throw Error(scenario.locations.locate("training.global_batch"),

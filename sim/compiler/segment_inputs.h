@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "sim/compiler/custom_schedule.h"
 #include "sim/compiler/rank_layout.h"
 #include "sim/compiler/stage_program.h"
 #include "sim/cost/memory.h"
@@ -51,11 +52,11 @@ ModuleWork encoder_work(const scenario::Scenario& spec, int e, int64_t samples, 
 // (refusing classes estimated above the op limit) into `program`, each with
 // its MemoryBaseline: model state of its trained parameters, plus bf16
 // weights of its frozen ones.
-// `p2p_calls` (optional): each rank's blocking calls as a schedule file
-// writes them out.
+// `custom` (optional): a schedule file's extras per rank, its blocking calls
+// as written out and its overlapped pairs.
 void add_stage_classes(const scenario::LoadedScenario& scenario, const StageInputs& base,
                        const std::vector<std::vector<schedule::Action>>& actions, ir::Program& program,
-                       const std::vector<std::vector<schedule::P2pCall>>* p2p_calls = nullptr);
+                       const CustomSchedule* custom = nullptr);
 
 // MoE scenarios: the expert group slots (add_expert_layout) after
 // add_rank_layout; nothing for dense ones.

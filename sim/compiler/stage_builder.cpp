@@ -14,6 +14,7 @@ using schedule::Pass;
 StageBuilder::StageBuilder(const StageInputs& in)
     : in_(in),
       e_(b_),
+      e_pair_(b_),
       x_(in.execution),
       shape_(in.shape),
       chunks_(in.pipeline.virtual_stages),
@@ -91,13 +92,15 @@ StageProgram StageBuilder::build() {
   gather_parameters();
   zero_grad_buffers();
   emit_blocking_calls_after(-1);
+  size_t next_pair = 0;
   for (int32_t i = 0; i < static_cast<int32_t>(in_.actions.size()); ++i) {
-    const schedule::Action& a = in_.actions[i];
-    if (a.pass == Pass::kForward) {
-      forward(i, a);
-    } else {
-      backward(i, a);
+    while (next_pair < in_.overlapped_pairs.size() && in_.overlapped_pairs[next_pair] < i) ++next_pair;
+    if (next_pair < in_.overlapped_pairs.size() && in_.overlapped_pairs[next_pair] == i && overlapped_pair(i)) {
+      emit_blocking_calls_after(i);  // nothing: overlapped_pair checks
+      emit_blocking_calls_after(++i);
+      continue;
     }
+    run_pass(i);
     emit_blocking_calls_after(i);
   }
   reduce_after_last_backward();
@@ -111,7 +114,58 @@ StageProgram StageBuilder::build() {
   return out;
 }
 
-void StageBuilder::forward(int32_t i, const schedule::Action& a) {
+void StageBuilder::run_pass(int32_t i) {
+  const schedule::Action& a = in_.actions[static_cast<size_t>(i)];
+  (a.pass == Pass::kForward ? forward(i, a) : backward(i, a)).finish();
+}
+
+bool StageBuilder::overlapped_pair(int32_t i) {
+  const auto n = static_cast<int32_t>(in_.actions.size());
+  if (i + 1 >= n || !calls_after_[static_cast<size_t>(i) + 1].empty()) return false;
+  const schedule::Action& f = in_.actions[static_cast<size_t>(i)];
+  const schedule::Action& b = in_.actions[static_cast<size_t>(i) + 1];
+  if (f.pass != Pass::kForward || (b.pass != Pass::kBackward && b.pass != Pass::kBackwardInput)) return false;
+  // ModuleStamp labels every op since a segment began; interleaved passes
+  // would label each other's. Encoder stages run their pair in order.
+  for (const schedule::Action* a : {&f, &b})
+    for (const Segment& seg : segments_[schedule::virtual_stage(in_.pipeline, in_.pp_rank, a->chunk)])
+      if (seg.module != 0) return false;
+  PassEmission forward_pass = forward(i, f);
+  PassEmission backward_pass = backward(i + 1, b);
+  // The forward first (the authors' pair starts with its forward), then
+  // turns at each collective; a pass that has ended leaves the other to run on.
+  bool on_forward = true;
+  while (!forward_pass.done() || !backward_pass.done()) {
+    em_ = on_forward ? &e_ : &e_pair_;
+    try {
+      (on_forward ? forward_pass : backward_pass).step();
+    } catch (...) {
+      em_ = &e_;
+      throw;
+    }
+    if (!(on_forward ? backward_pass : forward_pass).done()) on_forward = !on_forward;
+  }
+  em_ = &e_;
+  return true;
+}
+
+void StageBuilder::wait_gathers(int32_t chunk, int32_t segment, int64_t layer, const OpContext& ctx) {
+  const auto& fwd_buckets = buckets_[static_cast<size_t>(chunk)];
+  for (size_t k = 0; k + 1 < fwd_buckets.size(); ++k)
+    if (fwd_buckets[k].segment == segment && fwd_buckets[k].first_layer == layer)
+      b_.wait(StreamId::kCompute, EventId::kDpToCompute, gathered_[static_cast<size_t>(chunk)][k], ctx);
+}
+
+void StageBuilder::hand_off_at(int32_t chunk, int32_t segment, int64_t layer, size_t& reduced) {
+  const auto& bwd_buckets = buckets_[static_cast<size_t>(chunk)];
+  if (reduced + 1 < bwd_buckets.size() && bwd_buckets[reduced].segment == segment &&
+      bwd_buckets[reduced].first_layer == layer) {
+    hand_off({&bwd_buckets[reduced]}, chunk);
+    ++reduced;
+  }
+}
+
+PassEmission StageBuilder::forward(int32_t i, schedule::Action a) {
   const int32_t vs = schedule::virtual_stage(in_.pipeline, in_.pp_rank, a.chunk);
   const auto& segs = segments_[vs];
   const int32_t num_segs = static_cast<int32_t>(segs.size());
@@ -139,32 +193,39 @@ void StageBuilder::forward(int32_t i, const schedule::Action& a) {
     const Segment& seg = segs[si];
     const ModuleWork& w = work(seg);
     ModuleStamp stamp(b_);
-    auto wait_gathers = [&](int64_t l) {
-      if (!gather_waits) return;
-      for (size_t k = 0; k + 1 < fwd_buckets.size(); ++k)
-        if (fwd_buckets[k].segment == si && fwd_buckets[k].first_layer == l)
-          b_.wait(StreamId::kCompute, EventId::kDpToCompute, gathered_[a.chunk][k], ctx);
-    };
+    Emitter::Emitted out;
     if (seg.count <= 0) {
-      wait_gathers(seg.first);
-      if (seg.pre) e_.emit(w.pre_forward, Filter::kAll, ctx);
+      if (gather_waits) wait_gathers(a.chunk, si, seg.first, ctx);
+      if (seg.pre)
+        for (const model::Step& step : w.pre_forward)
+          if (em().emit_step(step, Filter::kAll, ctx, out)) co_yield 0;
     }
     for (int64_t l = seg.first; l < seg.first + seg.count; ++l) {
-      wait_gathers(l);
-      if (l == seg.first && seg.pre) e_.emit(w.pre_forward, Filter::kAll, ctx);
+      if (gather_waits) wait_gathers(a.chunk, si, l, ctx);
+      if (l == seg.first && seg.pre)
+        for (const model::Step& step : w.pre_forward)
+          if (em().emit_step(step, Filter::kAll, ctx, out)) co_yield 0;
       const Bytes kept = activation_of(w, l, recomputes_layer(w, seg, l));
       OpContext layer_ctx = ctx;
       layer_ctx.layer = static_cast<int32_t>(l);
-      e_.add_memory(e_.emit(layer_forward_of(w, l), Filter::kAll, layer_ctx).last, kept);
+      Emitter::Emitted layer;
+      for (const model::Step& step : layer_forward_of(w, l))
+        if (em().emit_step(step, Filter::kAll, layer_ctx, layer)) co_yield 0;
+      em().add_memory(layer.last, kept);
     }
     // FP8 delayed scaling: the LLM block's autocast exits after its layers.
     // Megatron's final norm is inside the block and lacuna's `post` starts
     // with it, so the reduction here comes one norm kernel early.
     if (seg.module == 0 && seg.count > 0) amax_reduction(true, ctx);
-    if (seg.post) e_.add_memory(e_.emit(w.post_forward, Filter::kAll, ctx).last, w.post_activation_bytes);
+    if (seg.post) {
+      Emitter::Emitted post;
+      for (const model::Step& step : w.post_forward)
+        if (em().emit_step(step, Filter::kAll, ctx, post)) co_yield 0;
+      em().add_memory(post.last, w.post_activation_bytes);
+    }
     // A segment's collectives complete inside it: the next module (or the
     // send) consumes its whole output.
-    e_.flush(ctx);
+    em().flush(ctx);
     if (seg.post && seg.module == 0) after_loss(ctx);
     stamp.apply(seg.module);
   }
@@ -174,7 +235,7 @@ void StageBuilder::forward(int32_t i, const schedule::Action& a) {
   }
 }
 
-void StageBuilder::backward(int32_t i, const schedule::Action& a) {
+PassEmission StageBuilder::backward(int32_t i, schedule::Action a) {
   const int32_t vs = schedule::virtual_stage(in_.pipeline, in_.pp_rank, a.chunk);
   const auto& segs = segments_[vs];
   const int32_t num_segs = static_cast<int32_t>(segs.size());
@@ -199,40 +260,44 @@ void StageBuilder::backward(int32_t i, const schedule::Action& a) {
     const Segment& seg = segs[si];
     const ModuleWork& w = work(seg);
     ModuleStamp stamp(b_);
-    auto hand_off_at = [&](int64_t l) {
-      if (reduces && reduced + 1 < bwd_buckets.size() && bwd_buckets[reduced].segment == si &&
-          bwd_buckets[reduced].first_layer == l) {
-        hand_off({&bwd_buckets[reduced]}, a.chunk);
-        ++reduced;
-      }
-    };
     if (seg.post) {
-      const auto out = e_.emit(w.post_backward, filter, ctx);
-      if (finishes) e_.add_memory(out.last, -w.post_activation_bytes);
+      Emitter::Emitted out;
+      for (const model::Step& step : w.post_backward)
+        if (em().emit_step(step, filter, ctx, out)) co_yield 0;
+      if (finishes) em().add_memory(out.last, -w.post_activation_bytes);
     }
     // A frozen module's layers and pre run no backward at all.
     if (seg.count <= 0) {
-      if (seg.pre && !w.frozen) e_.emit(w.pre_backward, filter, ctx);
-      hand_off_at(seg.first);
+      Emitter::Emitted pre;
+      if (seg.pre && !w.frozen)
+        for (const model::Step& step : w.pre_backward)
+          if (em().emit_step(step, filter, ctx, pre)) co_yield 0;
+      if (reduces) hand_off_at(a.chunk, si, seg.first, reduced);
     }
     for (int64_t l = seg.first + seg.count - 1; l >= seg.first; --l) {
       if (!w.frozen) {
         const bool full = recomputes_layer(w, seg, l);
         OpContext layer_ctx = ctx;
         layer_ctx.layer = static_cast<int32_t>(l);
-        const auto out = e_.emit(layer_backward_of(w, l, full), filter, layer_ctx);
-        if (full) e_.add_memory(out.last_recompute, recompute_activation_of(w, l));
+        Emitter::Emitted out;
+        for (const model::Step& step : layer_backward_of(w, l, full))
+          if (em().emit_step(step, filter, layer_ctx, out)) co_yield 0;
+        if (full) em().add_memory(out.last_recompute, recompute_activation_of(w, l));
         const Bytes held = full ? Bytes(activation_of(w, l, true) + recompute_activation_of(w, l))
                                 : activation_of(w, l, false);
-        if (finishes) e_.add_memory(out.last, -held);
+        if (finishes) em().add_memory(out.last, -held);
         // FP8 delayed scaling: after the backward of the chunk's first FP8
         // module (layer `first`'s QKV), in the pass that runs its dgrad.
         if (seg.module == 0 && l == seg.first && produces_grad) amax_reduction(false, ctx);
-        if (l == seg.first && seg.pre) e_.emit(w.pre_backward, filter, ctx);
+        if (l == seg.first && seg.pre) {
+          Emitter::Emitted pre;
+          for (const model::Step& step : w.pre_backward)
+            if (em().emit_step(step, filter, ctx, pre)) co_yield 0;
+        }
       }
-      hand_off_at(l);
+      if (reduces) hand_off_at(a.chunk, si, l, reduced);
     }
-    e_.flush(ctx);
+    em().flush(ctx);
     stamp.apply(seg.module);
   }
   if (p2p_ && !blocking_ && produces_grad && vs > 0) {

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "sim/compiler/pass_emission.h"
 #include "sim/compiler/stage_emitter.h"
 #include "sim/schedule/p2p_calls.h"
 
@@ -25,9 +26,25 @@ class StageBuilder {
   StageProgram build();
 
  private:
-  // --- passes (stage_builder.cpp)
-  void forward(int32_t action_index, const schedule::Action& a);
-  void backward(int32_t action_index, const schedule::Action& a);
+  // --- passes (stage_builder.cpp): coroutines that suspend after each
+  // collective (pass_emission.h); run_pass runs one to its end.
+  PassEmission forward(int32_t action_index, schedule::Action a);
+  PassEmission backward(int32_t action_index, schedule::Action a);
+  void run_pass(int32_t action_index);
+  // DualPipe's F&B: passes i (a forward) and i + 1 (a backward of another
+  // stage) emitted in turns, switching at each collective, each with its own
+  // emitter (its own pending waits). True when it could: the pair's stages
+  // are the LLM's only, and no blocking p2p call sits between them; else the
+  // caller runs them in order.
+  bool overlapped_pair(int32_t action_index);
+  // The chunk's first forward: waits for the gathers of the DP buckets that
+  // start at (segment, layer), but the first (waited for before the pass).
+  void wait_gathers(int32_t chunk, int32_t segment, int64_t layer, const OpContext& ctx);
+  // The chunk's last backward: hands the next bucket (`reduced`) to the DP
+  // stream when it starts at (segment, layer), but the last (after the pass).
+  void hand_off_at(int32_t chunk, int32_t segment, int64_t layer, size_t& reduced);
+  // The emitter of the pass being emitted.
+  Emitter& em() { return *em_; }
   const ModuleWork& work(const Segment& seg) const { return *modules_.at(static_cast<size_t>(seg.module)); }
 
   // --- pipeline p2p (stage_p2p.cpp)
@@ -80,6 +97,8 @@ class StageBuilder {
   const StageInputs& in_;
   ClassBuilder b_;
   Emitter e_;
+  Emitter e_pair_;      // the backward of an overlapped pair
+  Emitter* em_ = &e_;   // em()
   const scenario::Execution& x_;
   const model::LayerShape& shape_;
   int32_t chunks_ = 0;       // virtual stages on this rank (pipeline.virtual_stages)

@@ -58,7 +58,7 @@ void StageBuilder::bucket_nan_check(const DpBucket& bucket) {
   ModuleStamp stamp(b_);
   model::Kernel k = model::grad_norm(bucket.parameters);
   k.phase = ir::DP_SYNC;
-  e_.kernel(k, dp_ctx_);
+  em().kernel(k, dp_ctx_);
   b_.host_sync_next();
   stamp.apply(bucket.module);
 }
@@ -111,7 +111,7 @@ void StageBuilder::zero_grad_buffers() {
   for (size_t mod = 0; mod < modules_.size(); ++mod) {
     if (trained_by_module_[mod] <= 0) continue;
     ModuleStamp stamp(b_);
-    e_.kernel(model::grad_zero(trained_by_module_[mod], grad_bytes_), zero_ctx);
+    em().kernel(model::grad_zero(trained_by_module_[mod], grad_bytes_), zero_ctx);
     stamp.apply(static_cast<int32_t>(mod));
   }
 }
@@ -146,7 +146,7 @@ void StageBuilder::broadcast_batch(const OpContext& ctx) {
     c.kind = ir::BROADCAST;
     c.bytes = bytes;
     c.phase = ctx.phase;
-    e_.collective_now(c, ctx);
+    em().collective_now(c, ctx);
   };
   if (x_.batch_broadcast() == scenario::BROADCAST_TOKENS) {
     broadcast(8 * 8);    // the key sizes (a few int64)

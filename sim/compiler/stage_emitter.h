@@ -41,17 +41,22 @@ class Emitter {
 
   Emitted emit(const std::vector<model::Step>& steps, Filter filter, const OpContext& ctx) {
     Emitted out;
-    for (const model::Step& step : steps) {
-      if (!keep(step, filter)) continue;
-      if (const auto* k = std::get_if<model::Kernel>(&step)) {
-        kernel(*k, ctx);
-        out.last = b_.last_index(StreamId::kCompute);
-        if (k->phase == ir::RECOMPUTE) out.last_recompute = out.last;
-      } else {
-        comm(std::get<model::CommPoint>(step), ctx);
-      }
-    }
+    for (const model::Step& step : steps) emit_step(step, filter, ctx, out);
     return out;
+  }
+
+  // One step of emit(); true when it issued a collective (where an
+  // overlapped pair switches passes: pass_emission.h).
+  bool emit_step(const model::Step& step, Filter filter, const OpContext& ctx, Emitted& out) {
+    if (!keep(step, filter)) return false;
+    if (const auto* k = std::get_if<model::Kernel>(&step)) {
+      kernel(*k, ctx);
+      out.last = b_.last_index(StreamId::kCompute);
+      if (k->phase == ir::RECOMPUTE) out.last_recompute = out.last;
+      return false;
+    }
+    comm(std::get<model::CommPoint>(step), ctx);
+    return true;
   }
 
   void kernel(const model::Kernel& k, OpContext ctx) {

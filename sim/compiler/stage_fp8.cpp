@@ -33,9 +33,9 @@ void StageBuilder::plan_amax_reductions() {
 void StageBuilder::amax_reduction(bool forward, const OpContext& ctx) {
   if (amax_gemms_ <= 0) return;
   const int64_t values = model::fp8_delayed_amax_values(amax_gemms_, forward);
-  e_.flush(ctx);
+  em().flush(ctx);
   if (amax_group_) sync_now(ir::ALL_REDUCE, kSlotAmax, values * model::kFp32, ctx);
-  e_.kernel(model::fp8_amax_update(ctx.phase, values, shape_.fp8.amax_history_len), ctx);
+  em().kernel(model::fp8_amax_update(ctx.phase, values, shape_.fp8.amax_history_len), ctx);
 }
 
 }  // namespace lacuna::compiler

@@ -19,7 +19,7 @@ void StageBuilder::finalize_and_step() {
     c.kind = ir::ALL_REDUCE;
     c.bytes = sp_norm_parameters_ * grad_bytes_;
     c.phase = ir::OPTIMIZER_STEP;
-    e_.collective_now(c, opt_ctx);
+    em().collective_now(c, opt_ctx);
   }
   // The embedding group is Megatron's: the first and the last pipeline rank
   // (rank_layout.h), whichever virtual stages hold the tables. A rank that
@@ -44,7 +44,7 @@ void StageBuilder::finalize_and_step() {
     for (size_t mod = 0; mod < modules_.size(); ++mod) {
       if (trained_by_module_[mod] <= 0 && !(mod == 0 && in_.encoders.empty())) continue;
       ModuleStamp stamp(b_);
-      for (const model::Kernel& k : make(updated(trained_by_module_[mod], mod))) e_.kernel(k, opt_ctx);
+      for (const model::Kernel& k : make(updated(trained_by_module_[mod], mod))) em().kernel(k, opt_ctx);
       stamp.apply(static_cast<int32_t>(mod));
     }
   };
@@ -73,7 +73,7 @@ void StageBuilder::finalize_and_step() {
   if (shape_.fp8.linear()) {
     const int64_t w = fp8_rank_weights(in_);
     const int64_t master_shard = in_.distributed_optimizer ? (w + in_.dp_cp - 1) / in_.dp_cp : w;
-    for (const model::Kernel& k : model::fp8_weight_casts(shape_.fp8, w, master_shard)) e_.kernel(k, opt_ctx);
+    for (const model::Kernel& k : model::fp8_weight_casts(shape_.fp8, w, master_shard)) em().kernel(k, opt_ctx);
   }
   // Megatron-core reduces two step statistics over the model-parallel ranks
   // and reads each on the host (training.py: update_successful, grad norm).

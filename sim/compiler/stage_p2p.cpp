@@ -19,7 +19,7 @@ void StageBuilder::gather_received(int32_t boundary, const OpContext& ctx) {
   c.kind = ir::ALL_GATHER;
   c.bytes = boundary_bytes_[boundary];
   c.phase = ctx.phase;
-  e_.collective_now(c, ctx);
+  em().collective_now(c, ctx);
   stamp.apply(boundary_module_[boundary]);
 }
 

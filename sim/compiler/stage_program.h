@@ -103,6 +103,11 @@ struct StageInputs {
   // (schedule::p2p_calls_of); absent: schedule::blocking_p2p_calls of
   // schedule_kind.
   std::optional<std::vector<schedule::P2pCall>> p2p_calls;
+  // Indices into `actions` of forwards that run overlapped with the next
+  // pass, a backward of another stage (DualPipe's F&B; a schedule file's
+  // '&'), ascending. The builder interleaves the pair's kernels
+  // (StageBuilder::overlapped_pair).
+  std::vector<int32_t> overlapped_pairs;
   scenario::Precision precision = scenario::BF16;
   // MoE: the expert data-parallel group size (docs/moe.md#groups).
   int64_t expert_dp = 1;

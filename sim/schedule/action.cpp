@@ -62,6 +62,13 @@ bool module_char(char c) {
                           kTypeList));
 }
 
+// What joins an action to the next in the text form: '+' (a batched call),
+// '&' (an overlapped pair) or ' ' (nothing).
+char joiner(const std::optional<ScheduleAction>& a) {
+  if (!a) return ' ';
+  return a->joins_next ? '+' : a->overlaps_next ? '&' : ' ';
+}
+
 std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r')) s.remove_prefix(1);
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
@@ -86,6 +93,26 @@ bool is_transfer(ActionType t) {
 bool has_microbatch(ActionType t) {
   return !(t == ActionType::kUnshard || t == ActionType::kReshard || t == ActionType::kReduceGrad ||
            t == ActionType::kAmaxReduce);
+}
+
+std::optional<Pass> pass_of(ActionType t) {
+  switch (t) {
+    case ActionType::kForward: return Pass::kForward;
+    case ActionType::kBackward: return Pass::kBackward;
+    case ActionType::kBackwardInput: return Pass::kBackwardInput;
+    case ActionType::kBackwardWeight: return Pass::kBackwardWeight;
+    default: return std::nullopt;
+  }
+}
+
+ActionType action_type_of(Pass p) {
+  switch (p) {
+    case Pass::kForward: return ActionType::kForward;
+    case Pass::kBackward: return ActionType::kBackward;
+    case Pass::kBackwardInput: return ActionType::kBackwardInput;
+    case Pass::kBackwardWeight: break;
+  }
+  return ActionType::kBackwardWeight;
 }
 
 std::string to_string(const ScheduleAction& a) {
@@ -145,11 +172,11 @@ std::string format_schedule(const ActionSchedule& s) {
   std::string out;
   for (size_t r = 0; r < s.size(); ++r) {
     out += fmt::format("rank {}:", r);
-    bool joined = false;
+    char separator = ' ';
     for (const auto& a : s[r]) {
-      out += joined ? "+" : " ";
+      out += separator;
       out += a ? to_string(*a) : std::string("_");
-      joined = a && a->joins_next;
+      separator = joiner(a);
     }
     out += "\n";
   }
@@ -160,7 +187,7 @@ std::string format_csv(const ActionSchedule& s) {
   std::string out;
   for (const RankActions& rank : s) {
     for (size_t i = 0; i < rank.size(); ++i) {
-      if (i > 0) out += i > 0 && rank[i - 1] && rank[i - 1]->joins_next ? "+" : ",";
+      if (i > 0) out += joiner(rank[i - 1]) == ' ' ? ',' : joiner(rank[i - 1]);
       if (rank[i]) out += to_string(*rank[i]);
     }
     out += "\n";
@@ -190,24 +217,37 @@ ActionSchedule parse_schedule(std::string_view text, const std::string& file) {
       decided = true;
     }
     auto at = [&](size_t col) { return SourceLocation{file, line_no, static_cast<int>(col + 1), "schedule"}; };
-    // One token: an action, or a batched call "a+b+c" of sends and receives.
+    // One token: an action, a batched call "a+b+c" of sends and receives, or
+    // an overlapped pair "F&B" (a forward, then a backward).
     auto parse_call = [&](std::string_view token, size_t column, RankActions& into) {
       size_t start = 0;
+      const size_t first = into.size();
       while (true) {
-        const size_t plus = token.find('+', start);
-        const std::string_view part = token.substr(start, plus == std::string_view::npos ? plus : plus - start);
+        const size_t cut = token.find_first_of("+&", start);
+        const std::string_view part = token.substr(start, cut == std::string_view::npos ? cut : cut - start);
         const std::string where = fmt::format("{}:{}:{}", file, line_no, column + start + 1);
         ScheduleAction a = parse_action(part, where);
-        if (plus != std::string_view::npos || start > 0) {
-          if (!is_transfer(a.type))
-            throw Error(SourceLocation{where, 0, 0, "action"},
-                        fmt::format("\"{}\": only sends and receives join into one call with '+'", part),
-                        "write compute passes as separate actions");
-        }
-        a.joins_next = plus != std::string_view::npos;
+        const char before = start > 0 ? token[start - 1] : ' ';
+        const char after = cut == std::string_view::npos ? ' ' : token[cut];
+        auto refuse = [&](const std::string& what, const std::string& fix) {
+          throw Error(SourceLocation{where, 0, 0, "action"}, fmt::format("\"{}\": {}", part, what), fix);
+        };
+        if ((before == '+' || after == '+') && !is_transfer(a.type))
+          refuse("only sends and receives join into one call with '+'", "write compute passes as separate actions");
+        if (before == '&' && after != ' ')
+          refuse("an overlapped pair '&' is two passes", "write \"F&B\": one forward and one backward");
+        if (after == '&' && a.type != ActionType::kForward)
+          refuse("an overlapped pair starts with its forward", "write \"F&B\", e.g. 0F5&7B1");
+        if (before == '&' && a.type != ActionType::kBackward && a.type != ActionType::kBackwardInput)
+          refuse("an overlapped pair ends with a backward (B or I)", "write \"F&B\", e.g. 0F5&7B1");
+        if ((before == '&' || after == '&') && (a.kernels || into.size() > first + (before == '&' ? 1 : 0)))
+          refuse(a.kernels ? "an overlapped pair runs whole passes" : "'&' pairs two passes and does not mix with '+'",
+                 "write \"F&B\", e.g. 0F5&7B1");
+        a.joins_next = after == '+';
+        a.overlaps_next = after == '&';
         into.push_back(std::move(a));
-        if (plus == std::string_view::npos) break;
-        start = plus + 1;
+        if (cut == std::string_view::npos) break;
+        start = cut + 1;
       }
     };
     const size_t indent = static_cast<size_t>(line.data() - raw.data());
@@ -286,8 +326,10 @@ std::string format_grid(const ActionSchedule& s, int32_t first_step, int32_t las
     for (size_t r = first_rank; r < end_rank; ++r) {
       const auto& rank = s[r];
       std::string cell;
-      if (static_cast<size_t>(step) < rank.size() && rank[static_cast<size_t>(step)])
-        cell = to_string(*rank[static_cast<size_t>(step)]) + (rank[static_cast<size_t>(step)]->joins_next ? "+" : "");
+      if (static_cast<size_t>(step) < rank.size() && rank[static_cast<size_t>(step)]) {
+        const auto& a = rank[static_cast<size_t>(step)];
+        cell = to_string(*a) + (joiner(a) == ' ' ? std::string() : std::string(1, joiner(a)));
+      }
       if (mark && mark->first == static_cast<int32_t>(r) && mark->second == step) cell += "*";
       out += fmt::format(" {:>{}}", cell, width);
     }
@@ -343,12 +385,7 @@ ActionSchedule to_actions(const std::vector<std::vector<Action>>& schedule, cons
   for (size_t r = 0; r < schedule.size(); ++r) {
     for (const Action& a : schedule[r]) {
       ScheduleAction x;
-      switch (a.pass) {
-        case Pass::kForward: x.type = ActionType::kForward; break;
-        case Pass::kBackward: x.type = ActionType::kBackward; break;
-        case Pass::kBackwardInput: x.type = ActionType::kBackwardInput; break;
-        case Pass::kBackwardWeight: x.type = ActionType::kBackwardWeight; break;
-      }
+      x.type = action_type_of(a.pass);
       x.stage = virtual_stage(shape, static_cast<int32_t>(r), a.chunk);
       x.microbatch = a.microbatch;
       out[r].push_back(std::move(x));
@@ -382,18 +419,12 @@ std::vector<std::vector<Action>> to_schedule(const ActionSchedule& s, const Pipe
       if (a->kernels)
         refuse(r, step, fmt::format("{} cuts a pass into kernels; a schedule file runs whole passes", to_string(*a)),
                "drop the @FIRST-END range");
-      Pass pass = Pass::kForward;
-      switch (a->type) {
-        case ActionType::kForward: pass = Pass::kForward; break;
-        case ActionType::kBackward: pass = Pass::kBackward; break;
-        case ActionType::kBackwardInput: pass = Pass::kBackwardInput; break;
-        case ActionType::kBackwardWeight: pass = Pass::kBackwardWeight; break;
-        default:
-          refuse(r, step,
-                 fmt::format("{}: recomputation follows parallel.recompute; a schedule file does not place it",
-                             to_string(*a)),
-                 "drop the R actions");
-      }
+      const std::optional<Pass> pass = pass_of(a->type);
+      if (!pass)
+        refuse(r, step,
+               fmt::format("{}: recomputation follows parallel.recompute; a schedule file does not place it",
+                           to_string(*a)),
+               "drop the R actions");
       const int32_t stages = shape.pp * shape.virtual_stages;
       if (a->stage >= stages)
         refuse(r, step, fmt::format("{} names stage {}, but the pipeline has {} stages (pp {} × virtual stages {})",
@@ -408,7 +439,21 @@ std::vector<std::vector<Action>> to_schedule(const ActionSchedule& s, const Pipe
         refuse(r, step, fmt::format("{} names microbatch {}, but the iteration has {}", to_string(*a), a->microbatch,
                                     shape.microbatches),
                "number microbatches 0 to " + std::to_string(shape.microbatches - 1));
-      out[r].push_back({pass, a->microbatch, chunk_of_stage(shape, a->stage)});
+      // An overlapped pair (overlaps_next) runs as its two passes in order.
+      out[r].push_back({*pass, a->microbatch, chunk_of_stage(shape, a->stage)});
+    }
+  }
+  return out;
+}
+
+std::vector<std::vector<int32_t>> overlapped_pairs(const ActionSchedule& s) {
+  std::vector<std::vector<int32_t>> out(s.size());
+  for (size_t r = 0; r < s.size(); ++r) {
+    int32_t index = 0;  // counts what to_schedule keeps: the LLM's compute passes
+    for (const auto& a : s[r]) {
+      if (!a || !a->module.empty() || !pass_of(a->type)) continue;
+      if (a->overlaps_next) out[r].push_back(index);
+      ++index;
     }
   }
   return out;

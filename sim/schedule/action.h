@@ -3,10 +3,11 @@
 //
 // The text form follows PyTorch pipelining's `_Action`
 // (torch/distributed/pipelining/schedules.py: `[stage][type][microbatch]`,
-// "1F0", "0SEND_B3", "2UNSHARD"), read there and written anew here, with two
-// extensions: an optional module prefix ("vit:0F1", for an encoder; no
-// prefix is the LLM) and an optional kernel range ("0F1@4-9", kernels 4 to 8
-// of the pass, the cut Optimus places into a bubble). The stage is the
+// "1F0", "0SEND_B3", "2UNSHARD"), read there and written anew here, with
+// three extensions: an optional module prefix ("vit:0F1", for an encoder; no
+// prefix is the LLM), an optional kernel range ("0F1@4-9", kernels 4 to 8
+// of the pass, the cut Optimus places into a bubble), and DualPipe's
+// overlapped pair ("0F5&7B1"). The stage is the
 // *virtual* stage, global across the pipeline, as in PyTorch; the schedule
 // builder (schedule.h) numbers chunks per rank, and `to_actions` /
 // `to_schedule` convert with the layout (Megatron-LM's: chunk c of rank r
@@ -74,11 +75,23 @@ struct ScheduleAction {
   // Sends and receives only: issued in one batched call with the next
   // action (Megatron-LM's batch_isend_irecv). Written "0SEND_F3+0RECV_B1".
   bool joins_next = false;
+  // A forward only: DualPipe's overlapped pair with the next action, a
+  // backward (B or I) of another stage, written "0F5&7B1" (the "F&B" of the
+  // DeepSeek-V3 report). The compiler runs the pair back to back, forward
+  // first, as DualPipe's runtime does for a module without an
+  // overlapped_forward_backward (docs/schedules.md#dualpipev).
+  bool overlaps_next = false;
   bool operator==(const ScheduleAction&) const = default;
 };
 
 // Sends and receives (pipeline and boundary): what can join a batched call.
 bool is_transfer(ActionType t);
+
+// The builder's pass (schedule.h) of a compute action: F, B, I and W; nullopt
+// for a recompute and for every communication action.
+std::optional<Pass> pass_of(ActionType t);
+// And back.
+ActionType action_type_of(Pass p);
 
 // "vit:0F1@4-9". Round-trips through parse_action.
 std::string to_string(const ScheduleAction& a);
@@ -92,7 +105,7 @@ using RankActions = std::vector<std::optional<ScheduleAction>>;
 using ActionSchedule = std::vector<RankActions>;
 
 // One line per rank, "rank R: a b c", idle steps as "_", a batched call's
-// actions joined by "+".
+// actions joined by "+", an overlapped forward-backward pair by "&".
 std::string format_schedule(const ActionSchedule& s);
 // PyTorch's CSV: a row per rank, actions comma-separated, idle steps empty.
 std::string format_csv(const ActionSchedule& s);
@@ -130,5 +143,10 @@ ActionSchedule to_actions(const std::vector<std::vector<Action>>& schedule, cons
 // encoder's action, a recompute or a kernel range.
 std::vector<std::vector<Action>> to_schedule(const ActionSchedule& s, const PipelineShape& shape,
                                              const std::string& file);
+
+// Per rank, the index (into to_schedule's list of that rank's passes) of each
+// forward that runs overlapped with the pass after it (DualPipe's F&B pair,
+// ScheduleAction::overlaps_next). Empty lists for a schedule without pairs.
+std::vector<std::vector<int32_t>> overlapped_pairs(const ActionSchedule& s);
 
 }  // namespace lacuna::schedule

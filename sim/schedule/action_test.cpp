@@ -70,6 +70,15 @@ TEST(ActionText, RoundTripsRandomActionsAndSchedules) {
       for (size_t k = 0; k + 1 < rank.size(); ++k)
         if (rank[k] && rank[k + 1] && is_transfer(rank[k]->type) && is_transfer(rank[k + 1]->type) && rng() % 2)
           rank[k]->joins_next = true;
+      // Overlapped pairs: a whole forward, then a whole backward (B or I), unjoined.
+      for (size_t k = 0; k + 1 < rank.size(); ++k) {
+        auto& f = rank[k];
+        auto& b = rank[k + 1];
+        if (f && b && f->type == ActionType::kForward && !f->kernels && !b->kernels && !b->joins_next &&
+            (k == 0 || !rank[k - 1] || (!rank[k - 1]->joins_next && !rank[k - 1]->overlaps_next)) &&
+            (b->type == ActionType::kBackward || b->type == ActionType::kBackwardInput) && rng() % 2)
+          f->overlaps_next = true;
+      }
     }
     EXPECT_EQ(parse_schedule(format_schedule(s), "t"), s) << format_schedule(s);
     // CSV cannot tell a trailing idle step from the row's end, nor an empty row.
@@ -93,6 +102,28 @@ TEST(ActionText, ErrorsNameFileLineColumnAndToken) {
   EXPECT_NE(error_of([] { parse_action("0F1@5-5", "w"); }).find("end must be past"), std::string::npos);
   EXPECT_NE(error_of([] { parse_action("99999999999F1", "w"); }).find("stage number"), std::string::npos);
   EXPECT_NE(error_of([] { parse_schedule("# nothing\n", "e.txt"); }).find("lists no rank"), std::string::npos);
+}
+
+// DualPipe's overlapped pair: "F&B", a forward then a backward, two passes.
+TEST(ActionText, OverlappedPairsParseAndRefuseWhatIsNotAPair) {
+  const ActionSchedule s = parse_schedule("rank 0: 0F5&3B1 3F2&0I0 0W0\n", "t");
+  ASSERT_EQ(s[0].size(), 5u);
+  EXPECT_TRUE(s[0][0]->overlaps_next);
+  EXPECT_FALSE(s[0][1]->overlaps_next);
+  EXPECT_EQ(s[0][1]->type, ActionType::kBackward);
+  EXPECT_EQ(s[0][3]->type, ActionType::kBackwardInput);
+  EXPECT_EQ(format_schedule(s), "rank 0: 0F5&3B1 3F2&0I0 0W0\n");
+  EXPECT_EQ(format_csv(s), "0F5&3B1,3F2&0I0,0W0\n");
+  EXPECT_EQ(overlapped_pairs(s), (std::vector<std::vector<int32_t>>{{0, 2}}));
+  EXPECT_NE(error_of([] { parse_schedule("rank 0: 0B1&3F1\n", "t"); }).find("starts with its forward"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { parse_schedule("rank 0: 0F1&3W1\n", "t"); }).find("ends with a backward"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { parse_schedule("rank 0: 0F1&3B1&3B2\n", "t"); }).find("is two passes"), std::string::npos);
+  EXPECT_NE(error_of([] { parse_schedule("rank 0: 0F1@0-3&3B1\n", "t"); }).find("runs whole passes"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { parse_schedule("rank 0: 0F1&3SEND_B1\n", "t"); }).find("ends with a backward"),
+            std::string::npos);
 }
 
 TEST(ActionText, GridShowsRanksAsColumnsAndMarksAStep) {

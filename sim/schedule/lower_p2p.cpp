@@ -12,19 +12,7 @@ namespace {
 
 bool is_pipeline_p2p(ActionType t) { return t >= ActionType::kSendForward && t <= ActionType::kRecvBackward; }
 
-bool is_llm_pass(const std::optional<ScheduleAction>& a) {
-  return a && a->module.empty() && (a->type == ActionType::kForward || a->type == ActionType::kBackward ||
-                                    a->type == ActionType::kBackwardInput || a->type == ActionType::kBackwardWeight);
-}
-
-Pass pass_of(ActionType t) {
-  switch (t) {
-    case ActionType::kForward: return Pass::kForward;
-    case ActionType::kBackward: return Pass::kBackward;
-    case ActionType::kBackwardInput: return Pass::kBackwardInput;
-    default: return Pass::kBackwardWeight;
-  }
-}
+bool is_llm_pass(const std::optional<ScheduleAction>& a) { return a && a->module.empty() && pass_of(a->type); }
 
 // The transfer that carries action `a`'s input (recv) or output (send).
 ScheduleAction transfer(const Action& a, int32_t stage, bool send) {
@@ -54,7 +42,7 @@ ActionSchedule lower_p2p(const ActionSchedule& s, lacuna::scenario::ScheduleKind
     std::vector<ScheduleAction> compute;
     for (const auto& a : s[r])
       if (is_llm_pass(a)) {
-        passes.push_back({pass_of(a->type), a->microbatch, chunk_of_stage(shape, a->stage)});
+        passes.push_back({*pass_of(a->type), a->microbatch, chunk_of_stage(shape, a->stage)});
         compute.push_back(*a);
       }
     const std::vector<P2pCall> calls = blocking_p2p_calls(rule, shape, rank, passes);
@@ -65,6 +53,9 @@ ActionSchedule lower_p2p(const ActionSchedule& s, lacuna::scenario::ScheduleKind
       for (int32_t i : call.recvs)
         out[r].push_back(transfer(passes[static_cast<size_t>(i)], compute[static_cast<size_t>(i)].stage, false));
       for (size_t k = first; k + 1 < out[r].size(); ++k) out[r][k]->joins_next = true;
+      // A call between an overlapped pair's passes splits it: the blocking
+      // rule sends the forward's output before the backward starts.
+      if (first > 0 && first < out[r].size() && out[r][first - 1]) out[r][first - 1]->overlaps_next = false;
     };
     size_t next_call = 0;
     for (int32_t i = -1; i < static_cast<int32_t>(passes.size()); ++i) {
@@ -93,7 +84,7 @@ std::vector<P2pCall> p2p_calls_of(const ActionSchedule& s, int32_t rank, const P
   for (size_t step = 0; step < actions.size(); ++step) {
     const auto& a = actions[step];
     if (!is_llm_pass(a)) continue;
-    const Action p{pass_of(a->type), a->microbatch, chunk_of_stage(shape, a->stage)};
+    const Action p{*pass_of(a->type), a->microbatch, chunk_of_stage(shape, a->stage)};
     if (p.pass != Pass::kBackwardWeight)
       index[{p.pass == Pass::kForward, a->stage, a->microbatch}] = static_cast<int32_t>(passes.size());
     passes.push_back(p);

@@ -9,16 +9,26 @@
 
 #include <string>
 
+#include <fmt/format.h>
+
 #include "sim/core/error.h"
 
 namespace lacuna::schedule {
 namespace {
 
-// Stream indices of every rank class.
-enum StreamIndex : int { kCompute = 0, kSendFwd, kRecvFwd, kSendBwd, kRecvBwd, kNumStreams };
+// Stream indices of every rank class: activations travel to the next rank and
+// gradients to the previous one; the V layout's second chunk adds the
+// opposite directions (the last four, only in its classes).
+enum StreamIndex : int {
+  kCompute = 0, kSendFwd, kRecvFwd, kSendBwd, kRecvBwd, kLoopedStreams,
+  kSendFwdToPrev = kLoopedStreams, kRecvFwdFromNext, kSendBwdToNext, kRecvBwdFromPrev, kVStreams
+};
 // Event indices: inputs arrived (recorded by the receive streams) and outputs
-// ready (recorded by the compute stream).
-enum EventIndex : int32_t { kFwdInArrived = 0, kBwdInArrived, kFwdOutReady, kBwdOutReady, kNumEvents };
+// ready (recorded by the compute stream); likewise the V layout's last four.
+enum EventIndex : int32_t {
+  kFwdInArrived = 0, kBwdInArrived, kFwdOutReady, kBwdOutReady, kLoopedEvents,
+  kFwdInFromNext = kLoopedEvents, kBwdInFromPrev, kFwdOutToPrev, kBwdOutToNext, kVEvents
+};
 enum PeerSlot : int32_t { kNext = 0, kPrev = 1 };
 enum Channel : int32_t { kActivations = 0, kGradients = 1 };
 
@@ -41,6 +51,12 @@ void validate_synthetic(const SyntheticPipeline& p) {
     }
   }
   if (p.p2p < TimeNs::zero()) throw Error(SourceLocation{}, "p2p time must not be negative", "");
+  if (!p.order.empty() && p.order.size() != static_cast<size_t>(p.shape.pp))
+    throw Error(SourceLocation{}, fmt::format("the order lists {} ranks for pp = {}", p.order.size(), p.shape.pp),
+                "give one list per pipeline rank");
+  if (p.shape.layout == StageLayout::kV && p.shape.virtual_stages != 2)
+    throw Error(SourceLocation{}, fmt::format("the V layout holds two stages per rank, not {}", p.shape.virtual_stages),
+                "set virtual_stages to 2");
 }
 
 // Identical on both sides of a transfer: direction, microbatch and the
@@ -54,36 +70,64 @@ class RankBuilder {
  public:
   RankBuilder(const SyntheticPipeline& p, int32_t rank, ir::RankClass* cls)
       : p_(p), s_(p.shape), rank_(rank), times_(times_of(p, rank)), cls_(cls) {
-    static constexpr struct { const char* name; ir::StreamKind kind; } kStreams[kNumStreams] = {
-        {"compute", ir::COMPUTE},        {"pp_send_fwd", ir::PP_SEND}, {"pp_recv_fwd", ir::PP_RECV},
-        {"pp_send_bwd", ir::PP_SEND},    {"pp_recv_bwd", ir::PP_RECV}};
-    for (const auto& st : kStreams) {
+    static constexpr struct { const char* name; ir::StreamKind kind; } kStreams[kVStreams] = {
+        {"compute", ir::COMPUTE},        {"pp_send_fwd", ir::PP_SEND},          {"pp_recv_fwd", ir::PP_RECV},
+        {"pp_send_bwd", ir::PP_SEND},    {"pp_recv_bwd", ir::PP_RECV},          {"pp_send_fwd_prev", ir::PP_SEND},
+        {"pp_recv_fwd_next", ir::PP_RECV}, {"pp_send_bwd_next", ir::PP_SEND}, {"pp_recv_bwd_prev", ir::PP_RECV}};
+    const bool v = s_.layout == StageLayout::kV;
+    for (int i = 0; i < (v ? kVStreams : kLoopedStreams); ++i) {
       ir::Stream* stream = cls_->add_streams();
-      stream->set_name(st.name);
-      stream->set_kind(st.kind);
+      stream->set_name(kStreams[i].name);
+      stream->set_kind(kStreams[i].kind);
     }
     cls_->set_name("stage" + std::to_string(rank));
-    cls_->set_num_events(kNumEvents);
+    cls_->set_num_events(v ? kVEvents : kLoopedEvents);
     cls_->mutable_memory();  // all zeros: synthetic stages hold no state
   }
 
   void add(const Action& a) {
     const int32_t stage = virtual_stage(s_, rank_, a.chunk);
     const int32_t last = s_.pp * s_.virtual_stages - 1;
+    // Where a neighbouring stage lives: this rank (the V layout's turn: no
+    // transfer, the compute stream's order carries the dependency), the next
+    // rank or the previous one. Looped layouts always look "next" forward
+    // and "previous" backward (the bindings wrap around).
+    enum class Where { kHere, kNext, kPrev };
+    auto where = [&](int32_t other) {
+      if (s_.layout != StageLayout::kV) return other > stage ? Where::kNext : Where::kPrev;
+      const int32_t r = rank_of_stage(s_, other);
+      return r == rank_ ? Where::kHere : r > rank_ ? Where::kNext : Where::kPrev;
+    };
     switch (a.pass) {
       case Pass::kForward:
-        if (stage > 0) receive(kRecvFwd, kFwdInArrived, kPrev, kActivations, a, stage);
+        if (stage > 0) {
+          const Where from = where(stage - 1);
+          if (from == Where::kPrev) receive(kRecvFwd, kFwdInArrived, kPrev, kActivations, a, stage);
+          if (from == Where::kNext) receive(kRecvFwdFromNext, kFwdInFromNext, kNext, kActivations, a, stage);
+        }
         compute(ir::FORWARD, times_.forward, a);
-        if (stage < last) send(kSendFwd, kFwdOutReady, kNext, kActivations, a, stage + 1);
+        if (stage < last) {
+          const Where to = where(stage + 1);
+          if (to == Where::kNext) send(kSendFwd, kFwdOutReady, kNext, kActivations, a, stage + 1);
+          if (to == Where::kPrev) send(kSendFwdToPrev, kFwdOutToPrev, kPrev, kActivations, a, stage + 1);
+        }
         break;
       case Pass::kBackward:
       case Pass::kBackwardInput:
-        if (stage < last) receive(kRecvBwd, kBwdInArrived, kNext, kGradients, a, stage);
+        if (stage < last) {
+          const Where from = where(stage + 1);
+          if (from == Where::kNext) receive(kRecvBwd, kBwdInArrived, kNext, kGradients, a, stage);
+          if (from == Where::kPrev) receive(kRecvBwdFromPrev, kBwdInFromPrev, kPrev, kGradients, a, stage);
+        }
         compute(ir::BACKWARD_INPUT, times_.backward_input, a);
         // Unsplit backward: W runs right after B and the gradient leaves when
         // both are done (Megatron sends after backward_step returns).
         if (a.pass == Pass::kBackward) compute(ir::BACKWARD_WEIGHT, times_.backward_weight, a);
-        if (stage > 0) send(kSendBwd, kBwdOutReady, kPrev, kGradients, a, stage - 1);
+        if (stage > 0) {
+          const Where to = where(stage - 1);
+          if (to == Where::kPrev) send(kSendBwd, kBwdOutReady, kPrev, kGradients, a, stage - 1);
+          if (to == Where::kNext) send(kSendBwdToNext, kBwdOutToNext, kNext, kGradients, a, stage - 1);
+        }
         break;
       case Pass::kBackwardWeight:
         compute(ir::BACKWARD_WEIGHT, times_.backward_weight, a);
@@ -142,13 +186,14 @@ class RankBuilder {
   int32_t rank_;
   const StageTimes& times_;
   ir::RankClass* cls_;
-  int64_t count_[kNumEvents] = {};
+  int64_t count_[kVEvents] = {};
 };
 
 }  // namespace
 
 ir::Program build_synthetic_program(const SyntheticPipeline& pipeline) {
-  const auto schedule = build_schedule(pipeline.kind, pipeline.shape);
+  const auto schedule =
+      pipeline.order.empty() ? build_schedule(pipeline.kind, pipeline.shape) : pipeline.order;
   validate_synthetic(pipeline);
   const PipelineShape& s = pipeline.shape;
 
@@ -162,7 +207,7 @@ ir::Program build_synthetic_program(const SyntheticPipeline& pipeline) {
   info->set_dp(1);
   info->set_virtual_stages(s.virtual_stages);
   info->set_num_microbatches(s.microbatches);
-  info->set_schedule(pipeline.kind);
+  info->set_schedule(pipeline.order.empty() ? pipeline.kind : lacuna::scenario::CUSTOM);
   program.mutable_cluster()->set_num_nodes(s.pp);
   program.mutable_cluster()->set_gpus_per_node(1);
 

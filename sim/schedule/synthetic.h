@@ -23,6 +23,11 @@ struct SyntheticPipeline {
   PipelineShape shape;
   std::vector<StageTimes> per_stage;  // one entry per pipeline rank (or one for all)
   TimeNs p2p;                         // each activation / gradient transfer
+  // Non-empty: this order (one list per rank, in shape.layout) instead of
+  // build_schedule(kind, shape); generated schedules (ZB-V, DualPipeV) run
+  // this way. The V layout's turn (stage pp − 1 to pp, on one rank) has no
+  // transfer.
+  std::vector<std::vector<Action>> order;
 };
 
 ir::Program build_synthetic_program(const SyntheticPipeline& pipeline);

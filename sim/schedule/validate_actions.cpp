@@ -12,15 +12,13 @@ namespace {
 // Pass slots per (stage, microbatch): where each ran (rank, step), or -1.
 enum Slot : int { kF = 0, kB = 1, kI = 2, kW = 3, kSlots = 4 };
 
+// The pass's slot: Pass's order (schedule.h); -1 for what is not F, B, I or W.
 int slot_of(ActionType t) {
-  switch (t) {
-    case ActionType::kForward: return kF;
-    case ActionType::kBackward: return kB;
-    case ActionType::kBackwardInput: return kI;
-    case ActionType::kBackwardWeight: return kW;
-    default: return -1;
-  }
+  const std::optional<Pass> p = pass_of(t);
+  return p ? static_cast<int>(*p) : -1;
 }
+static_assert(static_cast<int>(Pass::kForward) == kF && static_cast<int>(Pass::kBackward) == kB &&
+              static_cast<int>(Pass::kBackwardInput) == kI && static_cast<int>(Pass::kBackwardWeight) == kW);
 
 constexpr const char* kSlotName[kSlots] = {"F", "B", "I", "W"};
 

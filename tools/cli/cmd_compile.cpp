@@ -58,7 +58,7 @@ OpCounts count_ops(const ir::RankClass& cls) {
 void dump_schedule(const scenario::LoadedScenario& loaded, const std::string& path, bool with_p2p,
                    const std::string& generate) {
   const schedule::ActionSchedule actions =
-      generate.empty() ? placement::schedule_actions(loaded, with_p2p) : compiler::generate_schedule(loaded, generate);
+      generate.empty() ? placement::schedule_actions(loaded, with_p2p) : compiler::generate_schedule(loaded, generate, "--generate");
   const bool csv = std::filesystem::path(path).extension() == ".csv";
   std::string text;
   if (!csv)
@@ -155,8 +155,9 @@ void add_compile_command(CLI::App& app, Action& action) {
                 "'+' joins one batched call), as the p2p pass places them");
   sub->add_option("--generate", o->generate,
                   "with --dump-schedule: write a generated schedule for the scenario's pipeline instead of its own: "
-                  "zb-v (ZB-V, the V-shaped zero-bubble schedule; needs virtual_stages 2)")
-      ->check(CLI::IsMember({"zb-v"}));
+                  "zb-v (ZB-V, the V-shaped zero-bubble schedule) or dualpipev (DeepSeek-V3's DualPipe cut in "
+                  "half, its forward-backward pairs written F&B); both need virtual_stages 2")
+      ->check(CLI::IsMember(compiler::schedule_generators()));
   sub->add_flag("--text", o->text, "write protobuf text format instead of binary");
   add_scale_down_option(sub, o->scale_down);
   sub->callback([o, &action] { action = [o] { return run_compile(*o); }; });
