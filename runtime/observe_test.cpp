@@ -17,9 +17,9 @@
 #include "sim/core/error.h"
 #include "sim/engine/engine_test_support.h"
 #include "sim/proto/program.pb.h"
-#include "sim/report/bubble_accounting.h"
-#include "sim/report/rank_spec.h"
-#include "sim/report/timeline.h"
+#include "sim/report/observers/bubble_accounting.h"
+#include "sim/report/analyses/rank_spec.h"
+#include "sim/report/observers/timeline.h"
 
 namespace lacuna::runtime {
 namespace {

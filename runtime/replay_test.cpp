@@ -17,11 +17,11 @@
 #include "sim/engine/engine_test_support.h"
 #include "sim/engine/simulator.h"
 #include "sim/ir/digest.h"
-#include "sim/report/bubble_accounting.h"
-#include "sim/report/rank_spec.h"
-#include "sim/report/span_trace.h"
-#include "sim/report/summary.h"
-#include "sim/report/timeline.h"
+#include "sim/report/observers/bubble_accounting.h"
+#include "sim/report/analyses/rank_spec.h"
+#include "sim/report/formats/span_trace.h"
+#include "sim/report/analyses/summary.h"
+#include "sim/report/observers/timeline.h"
 #include "sim/proto/program.pb.h"
 
 namespace lacuna::runtime {

@@ -13,7 +13,7 @@
 #include "sim/placement/compile.h"
 #include "sim/placement/hetero_test_support.h"
 #include "sim/placement/optimus_test_support.h"
-#include "sim/report/bubble_accounting.h"
+#include "sim/report/observers/bubble_accounting.h"
 
 namespace lacuna::placement {
 namespace {

@@ -9,7 +9,7 @@
 #include "sim/core/error.h"
 #include "sim/core/parallel_map.h"
 #include "sim/placement/compile.h"
-#include "sim/report/summary.h"
+#include "sim/report/analyses/summary.h"
 #include "sim/run/lazy_cost_model.h"
 #include "sim/run/single_run.h"
 #include "sim/scenario/execution.h"

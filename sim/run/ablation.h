@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/report/bubble_accounting.h"
+#include "sim/report/observers/bubble_accounting.h"
 #include "sim/run/network_setup.h"
 #include "sim/scenario/scenario.h"
 

@@ -16,7 +16,7 @@
 
 #include "sim/engine/engine_test_support.h"
 #include "sim/engine/simulator.h"
-#include "sim/report/bubble_accounting.h"
+#include "sim/report/observers/bubble_accounting.h"
 #include "sim/run/variability_setup.h"
 #include "sim/variability/moe_load.h"
 

@@ -9,7 +9,7 @@
 #include "sim/cost/cost_model.h"
 #include "sim/engine/simulator.h"
 #include "sim/proto/program.pb.h"
-#include "sim/report/monte_carlo.h"
+#include "sim/report/analyses/monte_carlo.h"
 #include "sim/run/network_setup.h"
 
 namespace lacuna::run {

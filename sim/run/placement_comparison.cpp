@@ -9,9 +9,9 @@
 #include "sim/placement/compile.h"
 #include "sim/placement/hetero_layouts.h"
 #include "sim/placement/modules.h"
-#include "sim/report/names.h"
-#include "sim/report/rank_spec.h"
-#include "sim/report/summary.h"
+#include "sim/report/formats/names.h"
+#include "sim/report/analyses/rank_spec.h"
+#include "sim/report/analyses/summary.h"
 #include "sim/run/simulation_input.h"
 #include "sim/run/single_run.h"
 

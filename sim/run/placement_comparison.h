@@ -14,8 +14,8 @@
 
 #include "sim/cost/cost_model.h"
 #include "sim/engine/simulator.h"
-#include "sim/report/compare_report.h"
-#include "sim/report/pipeline_svg.h"
+#include "sim/report/analyses/compare_report.h"
+#include "sim/report/formats/pipeline_svg.h"
 #include "sim/run/network_setup.h"
 #include "sim/scenario/scenario.h"
 

@@ -9,9 +9,9 @@
 
 #include "sim/core/error.h"
 #include "sim/core/parallel_map.h"
-#include "sim/report/bubble_accounting.h"
-#include "sim/report/comm_accounting.h"
-#include "sim/report/format.h"
+#include "sim/report/observers/bubble_accounting.h"
+#include "sim/report/observers/comm_accounting.h"
+#include "sim/report/formats/format.h"
 
 namespace lacuna::run {
 

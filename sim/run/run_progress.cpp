@@ -8,7 +8,7 @@
 #include <fmt/format.h>
 
 #include "sim/core/clock_text.h"
-#include "sim/report/format.h"
+#include "sim/report/formats/format.h"
 
 namespace lacuna::run {
 

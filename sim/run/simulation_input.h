@@ -11,7 +11,7 @@
 #include "sim/calibration/calibrated_cost_model.h"
 #include "sim/cost/cost_model.h"
 #include "sim/proto/program.pb.h"
-#include "sim/report/summary.h"
+#include "sim/report/analyses/summary.h"
 #include "sim/scenario/edits.h"
 #include "sim/scenario/scenario.h"
 

@@ -2,8 +2,8 @@
 
 #include <vector>
 
-#include "sim/report/bubble_accounting.h"
-#include "sim/report/link_summary.h"
+#include "sim/report/observers/bubble_accounting.h"
+#include "sim/report/analyses/link_summary.h"
 
 namespace lacuna::run {
 

@@ -13,8 +13,8 @@
 #include "sim/engine/observer.h"
 #include "sim/engine/simulator.h"
 #include "sim/proto/program.pb.h"
-#include "sim/report/comm_accounting.h"
-#include "sim/report/summary.h"
+#include "sim/report/observers/comm_accounting.h"
+#include "sim/report/analyses/summary.h"
 #include "sim/run/network_setup.h"
 
 namespace lacuna::run {

@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "sim/engine/pipeline_program.h"
-#include "sim/report/bubble_accounting.h"
+#include "sim/report/observers/bubble_accounting.h"
 #include "sim/run/simulation_run.h"
 
 namespace lacuna::run {

@@ -6,7 +6,7 @@
 #include <optional>
 
 #include "sim/proto/program.pb.h"
-#include "sim/report/summary.h"
+#include "sim/report/analyses/summary.h"
 #include "sim/variability/variability_model.h"
 
 namespace lacuna::run {

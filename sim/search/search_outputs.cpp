@@ -9,8 +9,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "sim/report/csv.h"
-#include "sim/report/svg_util.h"
+#include "sim/report/formats/csv.h"
+#include "sim/report/formats/svg_util.h"
 
 namespace lacuna::search {
 namespace {

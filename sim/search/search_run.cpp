@@ -23,7 +23,7 @@
 #include "sim/parallel/work_split.h"
 #include "sim/placement/compile.h"
 #include "sim/placement/hetero_layouts.h"
-#include "sim/report/summary.h"
+#include "sim/report/analyses/summary.h"
 #include "sim/run/simulation_input.h"
 #include "sim/run/simulation_run.h"
 

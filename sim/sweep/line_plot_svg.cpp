@@ -9,7 +9,7 @@
 #include <fmt/format.h>
 
 #include "sim/core/error.h"
-#include "sim/report/svg_util.h"
+#include "sim/report/formats/svg_util.h"
 
 namespace lacuna::sweep {
 namespace {

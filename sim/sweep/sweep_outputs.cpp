@@ -8,8 +8,8 @@
 #include <nlohmann/json.hpp>
 
 #include "sim/core/error.h"
-#include "sim/report/bubble_accounting.h"
-#include "sim/report/csv.h"
+#include "sim/report/observers/bubble_accounting.h"
+#include "sim/report/formats/csv.h"
 #include "sim/sweep/line_plot_svg.h"
 #include "sim/core/version.h"
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/report/run_metrics.h"
+#include "sim/report/analyses/run_metrics.h"
 #include "sim/sweep/sweep_grid.h"
 #include "sim/sweep/sweep_run.h"
 

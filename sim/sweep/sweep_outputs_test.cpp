@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sim/core/error.h"
-#include "sim/report/csv.h"
+#include "sim/report/formats/csv.h"
 #include "sim/sweep/line_plot_svg.h"
 
 namespace lacuna::sweep {

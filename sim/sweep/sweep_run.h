@@ -13,7 +13,7 @@
 
 #include "sim/parallel/processes.h"
 #include "sim/parallel/work_split.h"
-#include "sim/report/run_metrics.h"
+#include "sim/report/analyses/run_metrics.h"
 #include "sim/run/network_setup.h"
 #include "sim/run/simulation_input.h"
 #include "sim/scenario/edits.h"

@@ -6,7 +6,7 @@
 #include <string_view>
 
 #include "sim/core/error.h"
-#include "sim/report/diff.h"
+#include "sim/report/analyses/diff.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {

@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sim/core/atomic_file.h"
-#include "sim/report/bubble_accounting.h"
+#include "sim/report/observers/bubble_accounting.h"
 #include "sim/run/ablation.h"
 #include "sim/scenario/scenario.h"
 #include "tools/cli/commands.h"

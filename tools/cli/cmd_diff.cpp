@@ -11,9 +11,9 @@
 
 #include "sim/core/atomic_file.h"
 #include "sim/core/error.h"
-#include "sim/report/diff.h"
-#include "sim/report/diff_format.h"
-#include "sim/report/diff_svg.h"
+#include "sim/report/analyses/diff.h"
+#include "sim/report/formats/diff_format.h"
+#include "sim/report/formats/diff_svg.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/output_checks.h"
 

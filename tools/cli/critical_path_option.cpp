@@ -6,10 +6,10 @@
 #include <fmt/format.h>
 
 #include "sim/cost/scaled_cost_model.h"
-#include "sim/report/critical_path.h"
-#include "sim/report/critical_path_trace.h"
-#include "sim/report/heatmap_svg.h"
-#include "sim/report/slack.h"
+#include "sim/report/analyses/critical_path.h"
+#include "sim/report/formats/critical_path_trace.h"
+#include "sim/report/formats/heatmap_svg.h"
+#include "sim/report/analyses/slack.h"
 
 namespace lacuna::cli {
 

@@ -17,10 +17,10 @@
 #include "sim/cost/cost_model.h"
 #include "sim/engine/observer.h"
 #include "sim/proto/program.pb.h"
-#include "sim/report/op_graph_recorder.h"
-#include "sim/report/stragglers.h"
-#include "sim/report/summary.h"
-#include "sim/report/trace_writer.h"
+#include "sim/report/observers/op_graph_recorder.h"
+#include "sim/report/observers/stragglers.h"
+#include "sim/report/analyses/summary.h"
+#include "sim/report/formats/trace_writer.h"
 
 namespace lacuna::cli {
 

@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "sim/report/svg_util.h"
+#include "sim/report/formats/svg_util.h"
 
 namespace lacuna::cli {
 namespace {

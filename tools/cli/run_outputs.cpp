@@ -7,8 +7,8 @@
 
 #include "sim/core/error.h"
 #include "sim/ir/digest.h"
-#include "sim/report/json_report.h"
-#include "sim/report/span_trace.h"
+#include "sim/report/formats/json_report.h"
+#include "sim/report/formats/span_trace.h"
 #include "tools/cli/output_checks.h"
 
 namespace lacuna::cli {

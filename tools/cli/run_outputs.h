@@ -18,11 +18,11 @@
 #include "sim/engine/observer.h"
 #include "sim/proto/program.pb.h"
 #include "sim/proto/trace.pb.h"
-#include "sim/report/pipeline_svg.h"
-#include "sim/report/rank_spec.h"
-#include "sim/report/summary.h"
-#include "sim/report/timeline.h"
-#include "sim/report/trace_writer.h"
+#include "sim/report/formats/pipeline_svg.h"
+#include "sim/report/analyses/rank_spec.h"
+#include "sim/report/analyses/summary.h"
+#include "sim/report/observers/timeline.h"
+#include "sim/report/formats/trace_writer.h"
 
 namespace lacuna::cli {
 
