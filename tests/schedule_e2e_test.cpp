@@ -200,6 +200,9 @@ TEST(ScheduleE2E, VShapedSchedulesCompileAndRun) {
   const int64_t gpipe = iteration_ns(dir, overlapped, "gpipe");
   const auto g = run_lacuna("compile " + overlapped + " --dump-schedule " + (dir / "zbv.txt") + " --generate zb-v");
   ASSERT_EQ(g.exit_code, 0) << g.output;
+  // Weighed by lacuna's own pass times, written at the top.
+  EXPECT_EQ(read_file(dir / "zbv.txt").rfind("# pass costs (lacuna's analytic model", 0), 0u)
+      << read_file(dir / "zbv.txt").substr(0, 300);
   std::string z = o;
   z.replace(z.find("v.txt"), 5, "zbv.txt");
   std::ofstream(dir / "zbv.pbtxt") << z;

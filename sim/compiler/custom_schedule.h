@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "sim/compiler/pass_times.h"
+#include "sim/cost/cost_model.h"
 #include "sim/scenario/scenario.h"
 #include "sim/schedule/action.h"
 #include "sim/schedule/p2p_calls.h"
@@ -47,20 +49,25 @@ schedule::ActionSchedule scenario_actions(const scenario::LoadedScenario& scenar
 // `path` read and checked against the scenario's pipeline as if it were its
 // actions file; returns it parsed.
 // `shape` (optional) gets the pipeline's shape with the file's stage layout.
+// `option` names where the path came from in errors (the caller's flag or
+// field).
 schedule::ActionSchedule check_actions_file(const scenario::LoadedScenario& scenario, const std::string& path,
-                                            schedule::PipelineShape* shape = nullptr);
+                                            const std::string& option, schedule::PipelineShape* shape = nullptr);
 
 // The generators generate_schedule knows, in the order help lists them.
 const std::vector<std::string>& schedule_generators();
 
 // A schedule generated for the scenario's LLM pipeline, for actions_file:
-// "zb-v" (schedule::zbv_schedule with the authors' fixed pass costs and
-// runtime.py's per-layer activation estimate from the model's hidden size,
-// attention heads and sequence length) or "dualpipev"
+// "zb-v" (schedule::zbv_schedule, its activation memory runtime.py's
+// per-layer estimate from the model's hidden size, attention heads and
+// sequence length; its pass costs the authors' fixed setting, or with `cost`
+// lacuna's own: the scenario compiled as it stands and mean_pass_times of it,
+// written to `times` when given) or "dualpipev"
 // (schedule::dualpipev_schedule). Throws for another name (the error names
 // `option`, the caller's flag or field), a scenario with encoders,
 // virtual_stages other than 2, or (DualPipeV) fewer than 2·pp microbatches.
 schedule::ActionSchedule generate_schedule(const scenario::LoadedScenario& scenario, const std::string& name,
-                                           const std::string& option);
+                                           const std::string& option, const cost::CostModel* cost = nullptr,
+                                           PassTimes* times = nullptr);
 
 }  // namespace lacuna::compiler

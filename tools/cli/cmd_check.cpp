@@ -26,7 +26,8 @@ void check_schedule(const scenario::LoadedScenario& loaded, const std::string& f
   if (file.empty() && !custom) return;
   schedule::PipelineShape shape;
   const schedule::ActionSchedule actions =
-      file.empty() ? compiler::scenario_actions(loaded, &shape) : compiler::check_actions_file(loaded, file, &shape);
+      file.empty() ? compiler::scenario_actions(loaded, &shape)
+                   : compiler::check_actions_file(loaded, file, "--schedule", &shape);
   size_t n = 0;
   for (const auto& r : actions) n += r.size();
   fmt::print("# schedule {}: ok ({} pipeline ranks, {} virtual stages{}, {} microbatches, {} actions)\n",

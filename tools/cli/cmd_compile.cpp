@@ -16,6 +16,7 @@
 #include "sim/report/formats/format.h"
 #include "sim/report/formats/names.h"
 #include "sim/run/program_input.h"
+#include "sim/run/simulation_input.h"
 #include "sim/scenario/scenario.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/output_checks.h"
@@ -57,12 +58,24 @@ OpCounts count_ops(const ir::RankClass& cls) {
 // PyTorch's CSV for a .csv path.
 void dump_schedule(const scenario::LoadedScenario& loaded, const std::string& path, bool with_p2p,
                    const std::string& generate) {
+  // ZB-V weighs passes by lacuna's own times (the analytic cost model).
+  std::unique_ptr<cost::CostModel> cost;
+  if (generate == "zb-v")
+    cost = run::make_cost_model({}, loaded.spec.cluster(), loaded.spec.training().precision(), loaded.path);
+  compiler::PassTimes times;
   const schedule::ActionSchedule actions =
-      generate.empty() ? placement::schedule_actions(loaded, with_p2p) : compiler::generate_schedule(loaded, generate, "--generate");
+      generate.empty() ? placement::schedule_actions(loaded, with_p2p)
+                       : compiler::generate_schedule(loaded, generate, "--generate", cost.get(), &times);
   const bool csv = std::filesystem::path(path).extension() == ".csv";
   std::string text;
+  if (!csv && times.stages > 0)
+    text = fmt::format("# pass costs (lacuna's analytic model, mean of one microbatch over {} stages): F {}, I {}, "
+                       "W {}, p2p {}\n",
+                       times.stages, report::format_duration(times.forward),
+                       report::format_duration(times.backward_input), report::format_duration(times.backward_weight),
+                       report::format_duration(times.p2p));
   if (!csv)
-    text = fmt::format("# {}: {}pipeline actions, one line per pipeline rank (docs/schedules.md){}\n", loaded.path,
+    text += fmt::format("# {}: {}pipeline actions, one line per pipeline rank (docs/schedules.md){}\n", loaded.path,
                        generate.empty() ? "" : generate + " (run it with execution.pipeline_p2p: P2P_OVERLAPPED, "
                                                           "as its authors' runtime posts transfers ahead) ",
                        with_p2p ? "; sends and receives as blocking calls ('+' joins one batched call), which "
@@ -155,8 +168,9 @@ void add_compile_command(CLI::App& app, Action& action) {
                 "'+' joins one batched call), as the p2p pass places them");
   sub->add_option("--generate", o->generate,
                   "with --dump-schedule: write a generated schedule for the scenario's pipeline instead of its own: "
-                  "zb-v (ZB-V, the V-shaped zero-bubble schedule) or dualpipev (DeepSeek-V3's DualPipe cut in "
-                  "half, its forward-backward pairs written F&B); both need virtual_stages 2")
+                  "zb-v (ZB-V, the V-shaped zero-bubble schedule, weighed by lacuna's own pass times) or dualpipev "
+                  "(DeepSeek-V3's DualPipe cut in half, its forward-backward pairs written F&B); both need "
+                  "virtual_stages 2")
       ->check(CLI::IsMember(compiler::schedule_generators()));
   sub->add_flag("--text", o->text, "write protobuf text format instead of binary");
   add_scale_down_option(sub, o->scale_down);
