@@ -14,17 +14,13 @@
 #include "sim/model/kernels.h"
 #include "sim/placement/class_edit.h"
 #include "sim/placement/hetero_compile.h"
+#include "sim/schedule/graph_aware.h"
 #include "sim/schedule/schedule.h"
 
 namespace lacuna::placement::hetero {
 namespace {
 
 using schedule::Pass;
-
-struct EncoderAction {
-  bool forward = true;
-  int32_t microbatch = 0;
-};
 
 // How many chunk-0 forwards LLM pipeline rank 0 runs before the pass that
 // produces microbatch i's input gradient (the encoder's gradient), per i.
@@ -44,34 +40,6 @@ std::vector<int32_t> llm_forwards_before_gradient(const scenario::Scenario& spec
     if (a.pass == Pass::kBackward || a.pass == Pass::kBackwardInput) need[static_cast<size_t>(a.microbatch)] = forwards;
   }
   return need;
-}
-
-// Graph-aware 1F1B of one encoder stage at `distance` from the sink (the LLM's
-// last stage): warm-up of min(distance, m) forwards, then one forward and one
-// backward alternately, then the cool-down. `need[i]`: forwards the
-// downstream node consumes before it returns microbatch i's gradient; the
-// stage has run at least that many before it waits for gradient i (which
-// extends the warm-up when the LLM consumes further ahead, e.g. interleaved).
-// Returns the actions and, per microbatch, the forwards run before its
-// backward (what the next stage upstream needs).
-std::vector<EncoderAction> stage_schedule(int32_t distance, const std::vector<int32_t>& need, bool backward,
-                                          std::vector<int32_t>& forwards_before) {
-  const int32_t m = static_cast<int32_t>(need.size());
-  std::vector<EncoderAction> out;
-  forwards_before.assign(static_cast<size_t>(m), m);
-  if (!backward) {
-    for (int32_t i = 0; i < m; ++i) out.push_back({true, i});
-    return out;
-  }
-  const int32_t warmup = std::min(distance, m);
-  int32_t f = 0;
-  for (int32_t i = 0; i < m; ++i) {
-    const int32_t before = std::min(m, std::max(warmup + i + 1, need[static_cast<size_t>(i)]));
-    for (; f < before; ++f) out.push_back({true, f});
-    forwards_before[static_cast<size_t>(i)] = f;
-    out.push_back({false, i});
-  }
-  return out;
 }
 
 struct EncoderSlotsIsland {
@@ -353,20 +321,19 @@ void edit_llm_stage0(ir::RankClass& cls, bool leader, const Plan& plan, const st
   drop_empty_streams(cls);
 }
 
-// One encoder's stage schedules, from the sink upstream: the last stage
+// One encoder's island schedule (schedule::graph_aware_1f1b): the last stage
 // answers to the LLM (LLM stage 0's forwards before each gradient), stage j
-// to stage j + 1.
-std::vector<std::vector<EncoderAction>> island_schedules(const EncoderPlan& enc, const LlmPlan& llm,
-                                                         const std::vector<int32_t>& llm_need) {
-  const int32_t pp = enc.dims.pp, last = pp - 1;
-  std::vector<std::vector<EncoderAction>> actions(static_cast<size_t>(pp));
-  std::vector<int32_t> need = llm_need, before;
-  for (int32_t j = last; j >= 0; --j) {
-    const bool backward = !enc.frozen || j == last;  // frozen: the projector alone trains
-    actions[static_cast<size_t>(j)] = stage_schedule((last - j) + llm.dims.pp, need, backward, before);
-    need = before;
-  }
-  return actions;
+// to stage j + 1; a frozen encoder's stages before the last (the projector)
+// run forwards only. One action list per encoder stage.
+schedule::ActionSchedule island_schedules(const EncoderPlan& enc, const LlmPlan& llm,
+                                          const std::vector<int32_t>& llm_need) {
+  schedule::GraphAwareInput in;
+  in.stages = enc.dims.pp;
+  in.sink_distance = llm.dims.pp;
+  in.downstream_need = llm_need;
+  for (int32_t j = 0; j < enc.dims.pp; ++j) in.trains.push_back(!enc.frozen || j == enc.dims.pp - 1);
+  in.module = enc.name;
+  return schedule::graph_aware_1f1b(in);
 }
 
 // The class of encoder `ei`'s stage j (`leader`: its last stage's boundary
@@ -375,7 +342,7 @@ std::vector<std::vector<EncoderAction>> island_schedules(const EncoderPlan& enc,
 // gradient reduction and the optimizer.
 ir::RankClass build_island_class(const scenario::Scenario& spec, const Plan& plan, int32_t ei,
                                  const EncoderSlotsIsland& s, int32_t j, bool leader,
-                                 const std::vector<EncoderAction>& stage_actions) {
+                                 const schedule::RankActions& stage_actions) {
   const LlmPlan& llm = plan.llm;
   const EncoderPlan& enc = plan.encoders[static_cast<size_t>(ei)];
   const int32_t m = llm.microbatches;
@@ -405,9 +372,9 @@ ir::RankClass build_island_class(const scenario::Scenario& spec, const Plan& pla
   const int64_t num_vs = pp;
   auto pp_tag = [&](int64_t dir, int64_t receiver, int64_t mb) { return (dir * num_vs + receiver) * m + mb; };
   bool first_forward = true;
-  for (const EncoderAction& a : stage_actions) {
-    const int32_t i = a.microbatch;
-    if (a.forward) {
+  for (const auto& a : stage_actions) {
+    const int32_t i = a->microbatch;
+    if (a->type == schedule::ActionType::kForward) {
       const OpCtx ctx{ir::FORWARD, i, 0, -1, enc.module};
       if (first_forward && gathered > 0) ed.wait(compute, ed.event("enc_dp>compute"), gathered, ctx);
       first_forward = false;
