@@ -45,7 +45,7 @@ int run_diff(const DiffCommandOptions& o) {
   const report::DiffInput measured = report::load_diff_input(o.measured);
   const report::DiffReport diff = report::diff_runs(predicted, measured, options);
   // The rank is checked, and the files opened, before anything is printed.
-  const int32_t drawn = o.svg.empty() ? -1 : report::diff_svg_rank(diff, o.rank);
+  const int32_t drawn = o.svg.empty() ? -1 : report::diff_svg_rank(diff, o.rank, "--rank");
   std::optional<AtomicFile> svg_file, json_file;
   if (!o.svg.empty()) svg_file.emplace(o.svg);
   if (!o.json.empty()) json_file.emplace(o.json);

@@ -119,7 +119,7 @@ int run_execute(const ExecuteCliOptions& o) {
   // The selection grammar is --trace-ranks's; an error names this option.
   std::vector<int> ranks;
   try {
-    for (int32_t r : report::select_ranks(report::parse_rank_spec(o.ranks), program)) ranks.push_back(r);
+    for (int32_t r : report::select_ranks(report::parse_rank_spec(o.ranks, "--ranks"), program)) ranks.push_back(r);
   } catch (const Error& e) {
     throw Error(SourceLocation{{}, 0, 0, "--ranks"}, e.problem(), e.fix());
   }

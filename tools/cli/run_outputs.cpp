@@ -55,7 +55,7 @@ std::vector<NamedPath> explicit_outputs(const OutputOptions& o) {
 RunOutputs::RunOutputs(const ir::Program& program, const OutputOptions& o, const std::string& stem,
                        std::string_view suffix, trace::Origin origin, bool enabled,
                        const std::vector<NamedPath>& other_outputs, const std::vector<NamedPath>& inputs)
-    : program_(&program), origin_(origin), spec_(report::parse_rank_spec(o.trace_ranks)) {
+    : program_(&program), origin_(origin), spec_(report::parse_rank_spec(o.trace_ranks, "--trace-ranks")) {
   (void)report::select_ranks(spec_, program);  // a bad selection fails before the run
   if (!enabled) return;
   const std::string base = o.out_dir + "/" + stem + std::string(suffix);
@@ -100,7 +100,7 @@ void RunOutputs::commit(report::Summary& summary) {
   if (json_file_) json_file_->write(report::summary_json(summary));
   if (spans_file_) {
     spans_file_->write(report::span_trace_bytes(
-        report::make_span_trace(summary, timeline_->timeline(), origin_, summary.program_digest)));
+        report::make_span_trace(summary, timeline_->timeline(), origin_, summary.program_digest), "--spans"));
   }
   if (trace_) trace_->commit();
   if (svg_file_) svg_file_->commit();

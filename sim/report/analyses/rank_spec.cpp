@@ -13,25 +13,26 @@ namespace {
 
 const char* kFix = "use \"pipeline\", \"all\", a list such as \"0-7,64\" or \"stage:N\"";
 
-Error spec_error(std::string_view text, const std::string& what) {
-  return Error(SourceLocation{{}, 0, 0, "--trace-ranks"}, fmt::format("\"{}\": {}", text, what), kFix);
+Error spec_error(const std::string& option, std::string_view text, const std::string& what) {
+  return Error(SourceLocation{{}, 0, 0, option}, fmt::format("\"{}\": {}", text, what), kFix);
 }
 
-int32_t parse_int(std::string_view whole, std::string_view part) {
+int32_t parse_int(const std::string& option, std::string_view whole, std::string_view part) {
   int32_t v = 0;
   const char* end = part.data() + part.size();
   auto [ptr, ec] = std::from_chars(part.data(), end, v);
   if (part.empty() || ec != std::errc() || ptr != end || v < 0) {
-    throw spec_error(whole, fmt::format("\"{}\" is not a rank number", part));
+    throw spec_error(option, whole, fmt::format("\"{}\" is not a rank number", part));
   }
   return v;
 }
 
 }  // namespace
 
-RankSpec parse_rank_spec(std::string_view text) {
+RankSpec parse_rank_spec(std::string_view text, std::string option) {
   RankSpec spec;
   spec.text = std::string(text);
+  spec.option = std::move(option);
   if (text == "pipeline") return spec;
   if (text == "all") {
     spec.kind = RankSpec::Kind::kAll;
@@ -39,10 +40,10 @@ RankSpec parse_rank_spec(std::string_view text) {
   }
   if (text.starts_with("stage:")) {
     spec.kind = RankSpec::Kind::kStage;
-    spec.stage = parse_int(text, text.substr(6));
+    spec.stage = parse_int(spec.option, text, text.substr(6));
     return spec;
   }
-  if (text.empty()) throw spec_error(text, "empty rank selection");
+  if (text.empty()) throw spec_error(spec.option, text, "empty rank selection");
   spec.kind = RankSpec::Kind::kList;
   std::string_view rest = text;
   while (true) {
@@ -50,12 +51,12 @@ RankSpec parse_rank_spec(std::string_view text) {
     const std::string_view item = rest.substr(0, comma);
     const size_t dash = item.find('-');
     if (dash == std::string_view::npos) {
-      const int32_t r = parse_int(text, item);
+      const int32_t r = parse_int(spec.option, text, item);
       spec.ranges.emplace_back(r, r);
     } else {
-      const int32_t lo = parse_int(text, item.substr(0, dash));
-      const int32_t hi = parse_int(text, item.substr(dash + 1));
-      if (hi < lo) throw spec_error(text, fmt::format("range \"{}\" runs backwards", item));
+      const int32_t lo = parse_int(spec.option, text, item.substr(0, dash));
+      const int32_t hi = parse_int(spec.option, text, item.substr(dash + 1));
+      if (hi < lo) throw spec_error(spec.option, text, fmt::format("range \"{}\" runs backwards", item));
       spec.ranges.emplace_back(lo, hi);
     }
     if (comma == std::string_view::npos) break;
@@ -82,12 +83,14 @@ std::vector<int32_t> select_ranks(const RankSpec& spec, const ir::Program& progr
         if (program.ranks(r).coord().pp() == spec.stage) out.push_back(r);
       }
       if (out.empty()) {
-        throw spec_error(spec.text, fmt::format("no rank has pp stage {} (pp = {})", spec.stage, program.info().pp()));
+        throw spec_error(spec.option, spec.text,
+                         fmt::format("no rank has pp stage {} (pp = {})", spec.stage, program.info().pp()));
       }
       break;
     case RankSpec::Kind::kList:
       for (const auto& [lo, hi] : spec.ranges) {
-        if (hi >= n) throw spec_error(spec.text, fmt::format("rank {} out of range (program has {} ranks)", hi, n));
+        if (hi >= n)
+          throw spec_error(spec.option, spec.text, fmt::format("rank {} out of range (program has {} ranks)", hi, n));
         for (int32_t r = lo; r <= hi; ++r) out.push_back(r);
       }
       std::sort(out.begin(), out.end());

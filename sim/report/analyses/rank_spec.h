@@ -1,4 +1,4 @@
-// Which ranks the trace and the SVG draw (--trace-ranks). A whole 3,072-rank
+// Which ranks the trace and the SVG draw (the CLI's --trace-ranks). A whole 3,072-rank
 // job is far too much to look at, so the default is one pipeline.
 //
 //   pipeline      ranks with tp = cp = dp = 0, one per pp stage (default)
@@ -27,10 +27,12 @@ struct RankSpec {
   std::vector<std::pair<int32_t, int32_t>> ranges;  // kList: inclusive [first, last]
   int32_t stage = 0;                                // kStage
   std::string text;                                 // as given, for messages
+  std::string option;                               // where it was given (the caller's flag or field), for messages
 };
 
-// Throws lacuna::Error (field "--trace-ranks") for a malformed spec.
-RankSpec parse_rank_spec(std::string_view text);
+// Throws lacuna::Error (field `option`: the caller's name for the selection,
+// e.g. the CLI's "--trace-ranks") for a malformed spec.
+RankSpec parse_rank_spec(std::string_view text, std::string option = "ranks");
 
 // Global ranks the spec selects, in display order: by pp stage, then rank.
 // Throws lacuna::Error when a listed rank or stage does not exist.

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "sim/core/error.h"
+#include "sim/core/error_testing.h"
 
 namespace lacuna::report {
 namespace {
@@ -35,6 +36,16 @@ TEST(RankSpec, MalformedSpecsAreUserErrors) {
   for (const char* bad : {"", "pipelines", "1-", "-3", "3-1", "a,b", "1,,2", "stage:", "stage:x", "1 2", "0-2-4"}) {
     EXPECT_THROW(parse_rank_spec(bad), Error) << bad;
   }
+}
+
+// Errors name the selection as the caller spells it (the CLI's
+// --trace-ranks, execute's --ranks), and the library names no flag itself.
+TEST(RankSpec, ErrorsNameTheCallersOption) {
+  using testing_support::formatted_error_of;
+  EXPECT_EQ(formatted_error_of([] { parse_rank_spec("3-1", "--trace-ranks"); }).rfind("--trace-ranks: \"3-1\"", 0), 0u);
+  EXPECT_EQ(formatted_error_of([] { parse_rank_spec("3-1"); }).rfind("ranks: \"3-1\"", 0), 0u);
+  EXPECT_EQ(formatted_error_of([] { select_ranks(parse_rank_spec("9", "--ranks"), grid()); }).rfind("--ranks: ", 0),
+            0u);
 }
 
 TEST(RankSpec, SelectionsOutsideTheProgramAreUserErrors) {

@@ -118,19 +118,19 @@ double draw_half(std::string& o, const Geometry& g, const char* id, const std::s
 
 }  // namespace
 
-int32_t diff_svg_rank(const DiffReport& report, std::optional<int32_t> requested) {
+int32_t diff_svg_rank(const DiffReport& report, std::optional<int32_t> requested, const std::string& option) {
   if (report.compared_ranks.empty()) {
     throw Error(SourceLocation{report.measured_file, 0, 0, "timeline.ranks"},
                 fmt::format("no rank is in the timelines of both {} and this file: nothing to draw",
                             report.predicted_file),
-                "write both files with the same --trace-ranks selection");
+                "write both files with the same rank selection");
   }
   if (!requested) return report.compared_ranks.front();
   if (std::find(report.compared_ranks.begin(), report.compared_ranks.end(), *requested) ==
       report.compared_ranks.end()) {
     std::string ranks;
     for (int32_t r : report.compared_ranks) ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
-    throw Error(SourceLocation{{}, 0, 0, "--rank"},
+    throw Error(SourceLocation{{}, 0, 0, option},
                 fmt::format("rank {} is not in the timelines of both files", *requested),
                 fmt::format("choose one of {}", ranks));
   }
@@ -142,7 +142,7 @@ std::string render_diff_svg(const DiffInput& predicted, const DiffInput& measure
   const DiffRank* p = predicted.find_rank(rank);
   const DiffRank* m = measured.find_rank(rank);
   if (p == nullptr || m == nullptr) {
-    throw Error(SourceLocation{{}, 0, 0, "--rank"}, fmt::format("rank {} is not in the timelines of both files", rank));
+    throw Error(SourceLocation{{}, 0, 0, "rank"}, fmt::format("rank {} is not in the timelines of both files", rank));
   }
   Geometry g;
   g.total_ns = std::max<int64_t>({predicted.iteration_time_ns, measured.iteration_time_ns, 1});

@@ -15,7 +15,8 @@ namespace lacuna::report {
 
 // The rank to draw: `requested`, or the first compared rank. lacuna::Error
 // when the requested rank is not in both timelines or no rank is.
-int32_t diff_svg_rank(const DiffReport& report, std::optional<int32_t> requested);
+// `option`: the caller's name for the requested rank, in errors.
+int32_t diff_svg_rank(const DiffReport& report, std::optional<int32_t> requested, const std::string& option = "rank");
 
 // The standalone SVG document of `rank` (one of report.compared_ranks).
 std::string render_diff_svg(const DiffInput& predicted, const DiffInput& measured, const DiffReport& report,

@@ -10,6 +10,7 @@
 #include <limits>
 
 #include "sim/core/error.h"
+#include "sim/core/error_testing.h"
 #include "sim/report/analyses/diff_fixture.h"
 #include "sim/report/formats/svg_util.h"
 
@@ -109,13 +110,17 @@ TEST(DiffSvg, ChoosesAComparedRank) {
   const Fixture f = shifted();
   EXPECT_EQ(diff_svg_rank(f.report, std::nullopt), 0);
   EXPECT_EQ(diff_svg_rank(f.report, 1), 1);
+  // The error names the option as the caller spells it (the CLI's --rank).
   try {
-    diff_svg_rank(f.report, 5);
+    diff_svg_rank(f.report, 5, "--rank");
     FAIL() << "rank 5 is not compared";
   } catch (const Error& e) {
     EXPECT_THAT(std::string(e.what()), HasSubstr("--rank: rank 5 is not in the timelines of both files"));
     EXPECT_THAT(std::string(e.what()), HasSubstr("choose one of 0, 1"));
   }
+  const std::string plain = testing_support::formatted_error_of([&] { diff_svg_rank(f.report, 5); });
+  EXPECT_THAT(plain, HasSubstr("rank: rank 5 is not"));
+  EXPECT_THAT(plain, ::testing::Not(HasSubstr("--rank")));
   DiffReport none = f.report;
   none.compared_ranks.clear();
   EXPECT_THROW(diff_svg_rank(none, std::nullopt), Error);

@@ -52,15 +52,15 @@ void check_span(const Checker& in, const trace::Span& s, const std::string& fiel
 
 }  // namespace
 
-std::string span_trace_bytes(const trace::Trace& trace) {
+std::string span_trace_bytes(const trace::Trace& trace, const std::string& option) {
   std::string out;
   {
     google::protobuf::io::StringOutputStream stream(&out);
     google::protobuf::io::CodedOutputStream coded(&stream);
     coded.SetSerializationDeterministic(true);
     if (!trace.SerializeToCodedStream(&coded)) {
-      throw Error(SourceLocation{{}, 0, 0, "--spans"}, "the span trace is larger than protobuf's 2 GiB limit",
-                  "trace fewer ranks (--trace-ranks pipeline or stage:N)");
+      throw Error(SourceLocation{{}, 0, 0, option}, "the span trace is larger than protobuf's 2 GiB limit",
+                  "trace fewer ranks (one pipeline, or one stage)");
     }
   }
   return out;

@@ -24,7 +24,8 @@ trace::Trace make_span_trace(const Summary& summary, const Timeline& timeline, t
                              const std::string& program_digest);
 
 // The file's bytes: deterministic serialization (same trace, same bytes).
-std::string span_trace_bytes(const trace::Trace& trace);
+// `option`: the caller's name for the span trace output, in errors.
+std::string span_trace_bytes(const trace::Trace& trace, const std::string& option = "spans");
 
 // True when `bytes` look like a span trace rather than JSON: the first byte
 // is not '{', whitespace or a UTF-8 byte-order mark.
