@@ -92,15 +92,14 @@ StageProgram StageBuilder::build() {
   gather_parameters();
   zero_grad_buffers();
   emit_blocking_calls_after(-1);
-  size_t next_pair = 0;
+  const auto& pairs = in_.overlapped_pairs;  // ascending
   for (int32_t i = 0; i < static_cast<int32_t>(in_.actions.size()); ++i) {
-    while (next_pair < in_.overlapped_pairs.size() && in_.overlapped_pairs[next_pair] < i) ++next_pair;
-    if (next_pair < in_.overlapped_pairs.size() && in_.overlapped_pairs[next_pair] == i && overlapped_pair(i)) {
-      emit_blocking_calls_after(i);  // nothing: overlapped_pair checks
-      emit_blocking_calls_after(++i);
-      continue;
-    }
-    run_pass(i);
+    // A pair leaves no blocking call between its passes (overlapped_pair
+    // checks), so the calls after its backward are all there is to emit.
+    if (std::binary_search(pairs.begin(), pairs.end(), i) && overlapped_pair(i))
+      ++i;
+    else
+      run_pass(i);
     emit_blocking_calls_after(i);
   }
   reduce_after_last_backward();
@@ -137,12 +136,7 @@ bool StageBuilder::overlapped_pair(int32_t i) {
   bool on_forward = true;
   while (!forward_pass.done() || !backward_pass.done()) {
     em_ = on_forward ? &e_ : &e_pair_;
-    try {
-      (on_forward ? forward_pass : backward_pass).step();
-    } catch (...) {
-      em_ = &e_;
-      throw;
-    }
+    (on_forward ? forward_pass : backward_pass).step();  // a throw abandons the whole build
     if (!(on_forward ? backward_pass : forward_pass).done()) on_forward = !on_forward;
   }
   em_ = &e_;
