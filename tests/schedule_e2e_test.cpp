@@ -140,16 +140,24 @@ TEST(ScheduleE2E, BrokenSchedulesAreRefusedNamingRankStepAndAction) {
 }
 
 // The Megatron-LM multimodal placements run one pipeline over encoder and LLM
-// stages: its actions are dumped; Optimus's schedule is not actions yet (and
-// nothing is written).
-TEST(ScheduleE2E, DumpsTheMegatronMultimodalPipelineAndRefusesOptimus) {
+// stages: its actions are dumped. Optimus is read back from its compiled
+// program, one line per rank class, its encoder passes among the LLM's; the
+// p2p form is refused for it (and nothing is written).
+TEST(ScheduleE2E, DumpsTheMegatronMultimodalPipelineAndReadsOptimusBack) {
   TempDir dir("mllm-schedule");
   const std::string optimus = source_path("scenarios/mllm/optimus-small-vit3b-gpt11b-8xa100.pbtxt");
   const auto o = run_lacuna("compile " + optimus + " --dump-schedule " + (dir / "o.txt"));
-  EXPECT_EQ(o.exit_code, 2) << o.output;
-  EXPECT_NE(o.output.find("OPTIMUS schedules its encoders in its own representation"), std::string::npos)
-      << o.output;
-  EXPECT_FALSE(std::filesystem::exists(dir / "o.txt"));
+  ASSERT_EQ(o.exit_code, 0) << o.output;
+  EXPECT_NE(o.output.find("on 8 rank classes"), std::string::npos) << o.output;
+  const std::string read_back = read_file(dir / "o.txt");
+  EXPECT_NE(read_back.find("# line 0: class pp0_enc0: 1 rank from rank 0"), std::string::npos) << read_back;
+  // GPU 0 runs encoder microbatch 4's forward before the LLM's first pass
+  // (the interleaved pp 2 × 5 pipeline: rank 0 holds stages 0, 2, …, 8).
+  EXPECT_NE(read_back.find("rank 0: vit-3b:0F4 0F0 0F1 2F0"), std::string::npos) << read_back.substr(0, 800);
+  const auto p = run_lacuna("compile " + optimus + " --dump-schedule " + (dir / "p.txt") + " --with-p2p");
+  EXPECT_EQ(p.exit_code, 2) << p.output;
+  EXPECT_NE(p.output.find("no blocking pipeline calls"), std::string::npos) << p.output;
+  EXPECT_FALSE(std::filesystem::exists(dir / "p.txt"));
   // MEGATRON_BASELINE: the vision model in stage 0 of an interleaved
   // pp 2 × 12 pipeline; rank 1 holds stages 1, 3, …, 23.
   const std::string baseline = source_path("scenarios/mllm/qwen3vl-vit-0.4b-qwen3-30b-a3b-16.pbtxt");

@@ -1,13 +1,84 @@
 #include "sim/placement/schedule_actions.h"
 
+#include <algorithm>
+#include <functional>
+
+#include "sim/compiler/class_actions.h"
 #include "sim/compiler/custom_schedule.h"
+#include "sim/compiler/rank_layout.h"
 #include "sim/core/error.h"
 #include "sim/placement/compile.h"
+#include "sim/placement/hetero_plan.h"
+#include "sim/placement/megatron_encoder_pp.h"
+#include "sim/placement/modules.h"
 #include "sim/schedule/lower_p2p.h"
 
 namespace lacuna::placement {
+namespace {
 
-schedule::ActionSchedule schedule_actions(const scenario::LoadedScenario& scenario, bool with_p2p) {
+// The encoder stage of global rank r, per encoder module (index = Op.module;
+// 0, the LLM, unused): Optimus puts encoder stage s mod pp_enc on LLM stage s
+// (optimus_plan.h, Geometry); the heterogeneous layouts give each encoder its
+// rank layout from its first rank (colocated: rank 0).
+using EncoderStageOf = std::function<int32_t(int32_t rank, int32_t module)>;
+
+EncoderStageOf encoder_stages(const scenario::LoadedScenario& scenario, const ir::Program& program) {
+  const auto kind = scenario.spec.placement().kind();
+  if (kind == scenario::OPTIMUS)
+    return [&program](int32_t rank, int32_t module) {
+      const int32_t pp_enc = std::max(1, program.info().modules(module).pp());
+      return program.ranks(rank).coord().pp() % pp_enc;
+    };
+  const hetero::Plan plan =
+      hetero::make_plan(kind == scenario::MEGATRON_ENCODER_PP ? encoder_pp_scenario(scenario) : scenario);
+  return [plan](int32_t rank, int32_t module) {
+    for (const hetero::EncoderPlan& enc : plan.encoders) {
+      if (enc.module != module) continue;
+      if (rank < enc.first_rank || rank >= enc.last_rank_excl()) return 0;
+      return compiler::RankLayout(enc.dims, enc.rank_order).coordinates(rank - enc.first_rank).pp();
+    }
+    return 0;
+  };
+}
+
+// The compiled program's classes read back (class_actions), one line each.
+schedule::ActionSchedule read_back(const scenario::LoadedScenario& scenario, std::vector<std::string>* lanes) {
+  const ir::Program program = compile(scenario);
+  const ir::ProgramInfo& info = program.info();
+  std::vector<std::string> names{""};
+  for (int32_t m = 1; m < info.modules_size(); ++m) names.push_back(info.modules(m).name());
+  // The LLM's stages as its pipeline lays them out (looped, or a V-shaped
+  // actions file's).
+  schedule::PipelineShape shape;
+  compiler::scenario_actions(llm_only(scenario), &shape);
+  const EncoderStageOf encoder_stage = encoder_stages(scenario, program);
+  std::vector<int32_t> first_rank(static_cast<size_t>(program.classes_size()), -1), count(first_rank.size(), 0);
+  for (int32_t r = 0; r < program.ranks_size(); ++r) {
+    const auto c = static_cast<size_t>(program.ranks(r).class_id());
+    if (first_rank[c] < 0) first_rank[c] = r;
+    ++count[c];
+  }
+  schedule::ActionSchedule out;
+  for (int32_t c = 0; c < program.classes_size(); ++c) {
+    const int32_t r = first_rank[static_cast<size_t>(c)];
+    if (r < 0) continue;  // a class no rank runs
+    const int32_t pp_rank = program.ranks(r).coord().pp();
+    const compiler::StageOf stage_of = [&](int32_t module, int32_t chunk) {
+      return module == 0 ? schedule::virtual_stage(shape, pp_rank, chunk) : encoder_stage(r, module);
+    };
+    out.push_back({});
+    for (auto& a : compiler::class_actions(program.classes(c), stage_of, names)) out.back().push_back(std::move(a));
+    if (lanes)
+      lanes->push_back("class " + program.classes(c).name() + ": " + std::to_string(count[static_cast<size_t>(c)]) +
+                       (count[static_cast<size_t>(c)] == 1 ? " rank" : " ranks") + " from rank " + std::to_string(r));
+  }
+  return out;
+}
+
+}  // namespace
+
+schedule::ActionSchedule schedule_actions(const scenario::LoadedScenario& scenario, bool with_p2p,
+                                          std::vector<std::string>* lanes) {
   const auto& spec = scenario.spec;
   if (spec.model().encoders_size() == 0) {
     schedule::PipelineShape shape;
@@ -16,13 +87,15 @@ schedule::ActionSchedule schedule_actions(const scenario::LoadedScenario& scenar
     return schedule::lower_p2p(actions, spec.schedule().kind(), shape);
   }
   const auto kind = spec.placement().kind();
-  if (kind != scenario::MEGATRON_BASELINE && kind != scenario::MEGATRON_BALANCED &&
-      kind != scenario::MEGATRON_LAYER_SPLIT)
-    throw Error(scenario.locations.locate("placement.kind"),
-                scenario::PlacementKind_Name(kind) +
-                    " schedules its encoders in its own representation, not yet as actions (issue 34)",
-                "dump the schedule of MEGATRON_BASELINE, MEGATRON_BALANCED or MEGATRON_LAYER_SPLIT, or of the LLM "
-                "alone");
+  if (kind == scenario::OPTIMUS || kind == scenario::HETEROGENEOUS || kind == scenario::MEGATRON_ENCODER_PP) {
+    if (with_p2p)
+      throw Error(scenario.locations.locate("placement.kind"),
+                  scenario::PlacementKind_Name(kind) +
+                      " is read back from its compiled program, whose transfers run on their own streams: there "
+                      "are no blocking pipeline calls to write out",
+                  "leave out the p2p option; its compute passes are written as the classes run them");
+    return read_back(scenario, lanes);
+  }
   // The compiled program records the pipeline the placement chose (the
   // balanced placement picks its own model chunks and interleaves).
   const ir::Program program = compile(scenario);

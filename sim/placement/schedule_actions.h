@@ -2,6 +2,9 @@
 // its placement: what `lacuna compile --dump-schedule` writes.
 #pragma once
 
+#include <string>
+#include <vector>
+
 #include "sim/scenario/scenario.h"
 #include "sim/schedule/action.h"
 
@@ -12,10 +15,18 @@ namespace lacuna::placement {
 // MEGATRON_LAYER_SPLIT) run one pipeline over encoder and LLM stages: its
 // actions, from the compiled program's schedule kind, pipeline size, model
 // chunks and microbatches (a stage's passes carry its encoder layers too).
-// Optimus, the heterogeneous placements and MEGATRON_ENCODER_PP schedule in
-// their own representations, not yet actions: a lacuna::Error says so.
+// Optimus, HETEROGENEOUS and MEGATRON_ENCODER_PP schedule their encoders
+// apart from the LLM's pipeline: their compiled program is read back, one
+// line per rank class (compiler::class_actions: every module's compute
+// passes as the class runs them, Optimus's cuts as kernel ranges), and
+// `lanes` (when given) gets what each line is ("class NAME: N ranks from
+// rank R"); it stays empty for pipeline ranks. Each module's stages are its
+// own (an encoder's stage within its pipeline).
 // `with_p2p`: the pipeline's blocking sends and receives written out
-// (schedule::lower_p2p; a CUSTOM file that writes them out, as written).
-schedule::ActionSchedule schedule_actions(const scenario::LoadedScenario& scenario, bool with_p2p = false);
+// (schedule::lower_p2p; a CUSTOM file that writes them out, as written); a
+// read-back program has its transfers on other streams, and `with_p2p` is
+// refused for it.
+schedule::ActionSchedule schedule_actions(const scenario::LoadedScenario& scenario, bool with_p2p = false,
+                                          std::vector<std::string>* lanes = nullptr);
 
 }  // namespace lacuna::placement

@@ -63,8 +63,9 @@ void dump_schedule(const scenario::LoadedScenario& loaded, const std::string& pa
   if (generate == "zb-v")
     cost = run::make_cost_model({}, loaded.spec.cluster(), loaded.spec.training().precision(), loaded.path);
   compiler::PassTimes times;
+  std::vector<std::string> lanes;
   const schedule::ActionSchedule actions =
-      generate.empty() ? placement::schedule_actions(loaded, with_p2p)
+      generate.empty() ? placement::schedule_actions(loaded, with_p2p, &lanes)
                        : compiler::generate_schedule(loaded, generate, "--generate", cost.get(), &times);
   const bool csv = std::filesystem::path(path).extension() == ".csv";
   std::string text;
@@ -74,18 +75,26 @@ void dump_schedule(const scenario::LoadedScenario& loaded, const std::string& pa
                        times.stages, report::format_duration(times.forward),
                        report::format_duration(times.backward_input), report::format_duration(times.backward_weight),
                        report::format_duration(times.p2p));
-  if (!csv)
+  if (!csv && !lanes.empty()) {
+    text += fmt::format("# {}: the compiled program read back, one line per rank class: every module's compute "
+                        "passes in the order the class runs them, a pass cut by other kernels as kernel ranges "
+                        "(docs/schedules.md#reading-a-program-back)\n",
+                        loaded.path);
+    for (size_t k = 0; k < lanes.size(); ++k) text += fmt::format("# line {}: {}\n", k, lanes[k]);
+  } else if (!csv) {
     text += fmt::format("# {}: {}pipeline actions, one line per pipeline rank (docs/schedules.md){}\n", loaded.path,
                        generate.empty() ? "" : generate + " (run it with execution.pipeline_p2p: P2P_OVERLAPPED, "
                                                           "as its authors' runtime posts transfers ahead) ",
                        with_p2p ? "; sends and receives as blocking calls ('+' joins one batched call), which "
                                   "execution.pipeline_p2p: P2P_OVERLAPPED replaces by overlapped transfers"
                                 : "");
+  }
   text += csv ? schedule::format_csv(actions) : schedule::format_schedule(actions);
   write_file_atomically(path, text);
   size_t n = 0;
   for (const auto& r : actions) n += r.size();
-  fmt::print("{}: {} actions on {} pipeline ranks ({} form)\n", path, n, actions.size(), csv ? "CSV" : "text");
+  fmt::print("{}: {} actions on {} {} ({} form)\n", path, n, actions.size(),
+             lanes.empty() ? "pipeline ranks" : "rank classes", csv ? "CSV" : "text");
 }
 
 int run_compile(const CompileOptions& o) {
@@ -160,8 +169,9 @@ void add_compile_command(CLI::App& app, Action& action) {
   sub->add_option("-o,--output", o->output, "program file to write (binary ir::Program; text with --text)")
       ->check(output_file());
   sub->add_option("--dump-schedule", o->dump_schedule,
-                  "write the LLM pipeline's schedule as actions, one line per rank (PyTorch's CSV for a .csv "
-                  "path): a start for schedule.actions_file (docs/schedules.md)")
+                  "write the schedule as actions (PyTorch's CSV for a .csv path): the pipeline's, one line per "
+                  "rank, a start for schedule.actions_file; for Optimus and the heterogeneous placements the "
+                  "compiled program read back, one line per rank class (docs/schedules.md)")
       ->check(output_file());
   sub->add_flag("--with-p2p", o->with_p2p,
                 "with --dump-schedule: write the pipeline's blocking sends and receives too (SEND_F, RECV_B, ...; "
