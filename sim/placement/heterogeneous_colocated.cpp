@@ -24,6 +24,7 @@
 #include "sim/model/kernels.h"
 #include "sim/placement/class_edit.h"
 #include "sim/placement/hetero_compile.h"
+#include "sim/schedule/colocated.h"
 
 namespace lacuna::placement::hetero {
 namespace {
@@ -380,6 +381,16 @@ void add_colocated_encoders(const scenario::LoadedScenario& scenario, const Plan
         per[i].gathered = ed.record(enc_dp, ed.event("enc_dp>compute"), ctx);
       }
     }
+    // Each encoder's passes on this rank, from the three-phase schedule
+    // (schedule::colocated_three_phase): its forwards in phase 1, its
+    // backwards in phase 3.
+    std::vector<schedule::RankActions> passes;
+    for (size_t i = 0; i < plan.encoders.size(); ++i) {
+      const EncoderPlan& enc = plan.encoders[i];
+      const int32_t stage = role.enc_stage[i];
+      passes.push_back(schedule::colocated_three_phase(
+          {{enc.name, enc.dims.pp, stage, enc.microbatches, !enc.frozen || stage == enc.dims.pp - 1}}, {}));
+    }
     std::vector<std::pair<int32_t, int64_t>> transform_waits;
     for (size_t i = 0; i < plan.encoders.size(); ++i) {
       const EncoderPlan& enc = plan.encoders[i];
@@ -388,7 +399,9 @@ void add_colocated_encoders(const scenario::LoadedScenario& scenario, const Plan
       if (per[i].gathered > 0) ed.wait(compute, ed.event("enc_dp>compute"), per[i].gathered, ctx);
       const int32_t stage = role.enc_stage[i], last = enc.dims.pp - 1;
       const std::string pp = "enc" + std::to_string(enc.e) + "_pp";
-      for (int32_t mb = 0; mb < enc.microbatches; ++mb) {
+      for (const auto& a : passes[i]) {
+        if (a->type != schedule::ActionType::kForward) continue;
+        const int32_t mb = a->microbatch;
         OpCtx mctx = ctx;
         mctx.microbatch = mb;
         if (stage > 0) {
@@ -479,10 +492,11 @@ void add_colocated_encoders(const scenario::LoadedScenario& scenario, const Plan
         ed.handoff(boundary, compute, "boundary>compute", ctx);
       }
       // A frozen encoder trains its projector alone (on the last stage): the
-      // earlier stages run no backward.
-      const bool backward = !enc.frozen || stage == last;
+      // earlier stages run no backward (the schedule has none for them).
       const std::string pp = "enc" + std::to_string(enc.e) + "_pp";
-      for (int32_t mb = 0; backward && mb < enc.microbatches; ++mb) {
+      for (const auto& a : passes[i]) {
+        if (a->type != schedule::ActionType::kBackward) continue;
+        const int32_t mb = a->microbatch;
         OpCtx mctx = ctx;
         mctx.microbatch = mb;
         if (stage < last) {

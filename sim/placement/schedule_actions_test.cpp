@@ -1,7 +1,8 @@
 // schedule_actions (schedule_actions.h) for the placements that are read back
 // from their compiled program: the islands' encoder classes run exactly
 // their graph-aware 1F1B (schedule::graph_aware_1f1b), colocated classes run
-// the three phases around the LLM's unchanged schedule, and Optimus's cut
+// their three-phase schedule (schedule::colocated_three_phase) around the
+// LLM's unchanged one, and Optimus's cut
 // passes tile their kernels while the LLM's passes, joined, are its schedule.
 #include "sim/placement/schedule_actions.h"
 
@@ -13,6 +14,7 @@
 #include "sim/core/error.h"
 #include "sim/placement/hetero_test_support.h"
 #include "sim/placement/optimus_test_support.h"
+#include "sim/schedule/colocated.h"
 #include "sim/schedule/graph_aware.h"
 #include "sim/schedule/schedule.h"
 
@@ -131,6 +133,9 @@ TEST(ScheduleActionsReadBack, ColocatedClassesRunThreePhasesAroundTheLlm) {
     }
     EXPECT_GT(forwards, 0);
     EXPECT_EQ(forwards, backwards);
+    // Exactly the placement's own schedule.
+    EXPECT_EQ(text(line), text(schedule::colocated_three_phase({{"vit0", 1, 0, forwards, true}},
+                                                               llm_line(2, 4, llm_part.front()->stage))));
   }
 }
 
