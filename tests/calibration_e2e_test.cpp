@@ -192,7 +192,7 @@ TEST(CalibrationE2E, MissingKernelClassFailsAndWritesNothing) {
   EXPECT_NE(r.output.find("lacuna: error: " + profile + ": the calibration profile has no kernel table for ATTENTION"),
             std::string::npos)
       << r.output;
-  EXPECT_NE(r.output.find("re-run `lacuna calibrate --scenario " + kScenario + "`"), std::string::npos)
+  EXPECT_NE(r.output.find("re-run `lacuna calibrate` with --scenario " + kScenario + ","), std::string::npos)
       << r.output;
   EXPECT_FALSE(std::filesystem::exists(dir / "o.json"));
   EXPECT_FALSE(std::filesystem::exists(dir / "out"));

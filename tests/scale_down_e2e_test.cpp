@@ -10,6 +10,7 @@
 #include "sim/core/error.h"
 #include "sim/proto/program.pb.h"
 #include "sim/run/program_input.h"
+#include "sim/core/option_text.h"
 #include "tests/cli_test_util.h"
 #include "tools/cli/scenario_shapes.h"
 
@@ -83,8 +84,11 @@ TEST(ScaleDownE2E, CompiledProgramInputCannotBeScaled) {
     FAIL() << "no error";
   } catch (const Error& e) {
     EXPECT_EQ(e.where().file, dir / "p.pb");
-    EXPECT_NE(e.problem().find("--scale-down applies to scenarios"), std::string::npos) << e.what();
-    EXPECT_NE(e.fix().find("lacuna compile --scale-down 2"), std::string::npos) << e.what();
+    // Option references, spelled here as the CLI spells them.
+    EXPECT_NE(spell_options(e.problem(), cli_option).find("--scale-down applies to scenarios"), std::string::npos)
+        << e.what();
+    EXPECT_NE(spell_options(e.fix(), cli_option).find("`lacuna compile` and --scale-down 2"), std::string::npos)
+        << e.what();
   }
   // Factor 1 is no scaling: the program loads.
   EXPECT_EQ(run::load_program_input(dir / "p.pb", nullptr, 1).ranks_size(), 8);

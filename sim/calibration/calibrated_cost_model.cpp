@@ -41,8 +41,8 @@ bool check_device(const calib::CalibrationProfile& profile, const std::string& p
               fmt::format("the profile was measured on {}, but the scenario's GPU (cluster.gpu.name) is \"{}\"",
                           measured, gpu),
               cpu ? "a CPU profile applies to a cluster whose gpu name is \"cpu\"; calibrate on the scenario's GPU, "
-                    "or pass --allow-device-mismatch to use these times anyway"
-                  : "calibrate on the scenario's GPU, or pass --allow-device-mismatch to use these times anyway");
+                    "or pass ‹allow-device-mismatch› to use these times anyway"
+                  : "calibrate on the scenario's GPU, or pass ‹allow-device-mismatch› to use these times anyway");
 }
 
 bool check_precision(const calib::CalibrationProfile& profile, const std::string& profile_path,
@@ -53,7 +53,7 @@ bool check_precision(const calib::CalibrationProfile& profile, const std::string
               fmt::format("the profile's kernels were measured in {}, but the scenario trains in {} "
                           "(training.precision)",
                           scenario::Precision_Name(profile.precision()), scenario::Precision_Name(precision)),
-              "calibrate at the scenario's precision, or pass --allow-device-mismatch to use these times anyway");
+              "calibrate at the scenario's precision, or pass ‹allow-device-mismatch› to use these times anyway");
 }
 
 CalibratedCostModel::CalibratedCostModel(calib::CalibrationProfile profile, std::string profile_path,

@@ -102,7 +102,7 @@ TEST(CalibratedCostModel, DeviceMismatchIsAnErrorUnlessAllowed) {
     EXPECT_EQ(std::string(e.what()),
               "h100.pbtxt: device.name: the profile was measured on \"NVIDIA H100 80GB HBM3\", but the scenario's GPU "
               "(cluster.gpu.name) is \"NVIDIA A100-SXM4-80GB\" (calibrate on the scenario's GPU, or pass "
-              "--allow-device-mismatch to use these times anyway)");
+              "`allow-device-mismatch` to use these times anyway)");
   }
   const CalibratedCostModel m(profile_with_allreduce(), "h100.pbtxt", cluster, analytic(cluster), true);
   EXPECT_FALSE(m.device_matches());
@@ -130,7 +130,7 @@ TEST(CalibratedCostModel, PrecisionMismatchIsAnErrorUnlessAllowed) {
   } catch (const Error& e) {
     EXPECT_EQ(std::string(e.what()),
               "p.pbtxt: precision: the profile's kernels were measured in BF16, but the scenario trains in FP8 "
-              "(training.precision) (calibrate at the scenario's precision, or pass --allow-device-mismatch to "
+              "(training.precision) (calibrate at the scenario's precision, or pass `allow-device-mismatch` to "
               "use these times anyway)");
   }
   EXPECT_FALSE(check_precision(bf16, "p.pbtxt", scenario::FP8, true));

@@ -97,7 +97,7 @@ Lookup KernelTable::lookup(const ir::Compute& op) const {
     throw Error(SourceLocation{path_, 0, 0, {}},
                 fmt::format("the calibration profile has no kernel table for {} {}, which the program runs",
                             ir::OpClass_Name(op.op_class()), ir::KernelVariant_Name(op.variant())),
-                fmt::format("re-run `lacuna calibrate --scenario {}` with the scenario you simulate so that the "
+                fmt::format("re-run `lacuna calibrate` with ‹scenario {}›, the scenario you simulate, so that the "
                             "profile measures its kernels",
                             scenario));
   }

@@ -108,8 +108,8 @@ TEST(KernelTable, MissingClassNamesClassVariantAndFile) {
   } catch (const Error& e) {
     EXPECT_EQ(std::string(e.what()),
               "prof/h100.pbtxt: the calibration profile has no kernel table for ATTENTION VARIANT_BACKWARD_INPUT, which "
-              "the program runs (re-run `lacuna calibrate --scenario scenarios/llm/gpt-1.3b-8gpu.pbtxt` with the "
-              "scenario you simulate so that the profile measures its kernels)");
+              "the program runs (re-run `lacuna calibrate` with `scenario scenarios/llm/gpt-1.3b-8gpu.pbtxt`, the "
+              "scenario you simulate, so that the profile measures its kernels)");
   }
   EXPECT_THROW(t.lookup(compute_op(ir::GEMM, ir::VARIANT_BACKWARD_WEIGHT, {1024, 4096, 4096})), Error);
   // The hint names the scenario being simulated when the caller knows it.
@@ -119,7 +119,7 @@ TEST(KernelTable, MissingClassNamesClassVariantAndFile) {
     FAIL() << "no error";
   } catch (const Error& e) {
     EXPECT_THAT(std::string(e.what()), HasSubstr("GEMM VARIANT_BACKWARD_WEIGHT"));
-    EXPECT_THAT(std::string(e.what()), HasSubstr("(re-run `lacuna calibrate --scenario my.pbtxt` with"));
+    EXPECT_THAT(std::string(e.what()), HasSubstr("(re-run `lacuna calibrate` with `scenario my.pbtxt`,"));
   }
 }
 

@@ -1,5 +1,7 @@
 #include "sim/core/error.h"
 
+#include "sim/core/option_text.h"
+
 #include <algorithm>
 #include <climits>
 #include <cstdint>
@@ -24,8 +26,9 @@ std::string format_error(const SourceLocation& where, const std::string& what, c
 }
 
 Error::Error(SourceLocation where, const std::string& what, const std::string& fix)
-    : std::runtime_error(format_error(where, what, fix)),
+    : std::runtime_error(neutral_options(format_error(where, what, fix))),
       where_(std::move(where)),
+      raw_(format_error(where_, what, fix)),
       problem_(what),
       fix_(fix) {}
 

@@ -1,5 +1,6 @@
 // One error type for everything a user can get wrong: it names the file, the
-// line and the field, says what is wrong and what would fix it.
+// line and the field, says what is wrong and what would fix it. Options it
+// points to are references (option_text.h) that the front end spells.
 #pragma once
 
 #include <stdexcept>
@@ -32,6 +33,9 @@ class Error : public std::runtime_error {
   const SourceLocation& where() const { return where_; }
   const std::string& problem() const { return problem_; }
   const std::string& fix() const { return fix_; }
+  // The message with its option references (option_text.h) unspelled, for
+  // a front end to spell; what() is the neutral spelling of the same text.
+  const std::string& raw() const { return raw_; }
 
   // Every problem of one input at once (validation reports them all, not one
   // per run). One error: that error unchanged. Several: sorted in file order
@@ -43,6 +47,7 @@ class Error : public std::runtime_error {
 
  private:
   SourceLocation where_;
+  std::string raw_;
   std::string problem_;
   std::string fix_;
   std::vector<Error> parts_;

@@ -26,9 +26,9 @@ inline constexpr InputKind kProfileInput{"calibration profile", 64 * kMiB,
 inline constexpr InputKind kProgramInput{"program file", 512 * kMiB,
                                          "give a program written by `lacuna compile SCENARIO -o FILE.pb`"};
 inline constexpr InputKind kDiffInput{"timeline JSON or span trace", 256 * kMiB,
-                                      "give a file written by `lacuna simulate` or `lacuna execute` with --json or --spans"};
+                                      "give a file written by `lacuna simulate` or `lacuna execute` with ‹json› or ‹spans›"};
 inline constexpr InputKind kSpanTraceInput{"span trace", 256 * kMiB,
-                                           "give a file written by `lacuna simulate --spans FILE`"};
+                                           "give a file written by `lacuna simulate` with ‹spans FILE›"};
 
 // Whether a text input starts with a UTF-8 byte-order mark, which every text
 // reader refuses by name (protobuf's and JSON's parsers would report a stray

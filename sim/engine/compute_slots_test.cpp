@@ -91,7 +91,7 @@ TEST(ComputeSlots, FoldAndNegativeAreErrors) {
     Simulator sim(p, cost, SimulationOptions{.fold = true, .compute_slots = 1});
     FAIL() << "fold with compute slots was accepted";
   } catch (const Error& e) {
-    EXPECT_THAT(e.what(), HasSubstr("no --fold"));
+    EXPECT_THAT(e.what(), HasSubstr("no `fold`"));
   }
   EXPECT_THROW(Simulator(p, cost, SimulationOptions{.compute_slots = -1}), Error);
 }

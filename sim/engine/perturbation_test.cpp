@@ -190,7 +190,7 @@ TEST(Perturbation, FoldRefusesPerOpHooksAndTakesTheSlowestMember) {
     Simulator sim(p, cost, SimulationOptions{.fold = true, .perturbation = &noisy});
     FAIL() << "fold accepted per-op variability";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("--fold"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("`fold`"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("per-op"), std::string::npos) << e.what();
   }
   // One slow rank per stage class, somewhere in each DP replica: the folded

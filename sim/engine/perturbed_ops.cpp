@@ -30,10 +30,10 @@ void Simulator::Impl::apply_perturbation(const ir::Program& p, const std::vector
         if (bits != 0 && options.fold && !foldable) {
           // A folded representative stands for ranks whose draws differ op by
           // op; no single draw is right for all of them (docs/variability.md#fold).
-          throw Error(SourceLocation{{}, 0, 0, "--fold"},
+          throw Error(SourceLocation{{}, 0, 0, "‹fold›"},
                       "a folded run cannot stand for per-op variability (kernel noise, host pauses, launch "
                       "skew): the ranks of a class differ op by op",
-                      "simulate every rank (without --fold), or turn those sources off (--ideal)");
+                      "simulate every rank (without ‹fold›), or turn those sources off (‹ideal›)");
         }
         op.perturb = bits;
         if ((bits & kPerturbHost) != 0) op.has_host = true;

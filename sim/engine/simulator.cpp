@@ -44,7 +44,7 @@ Simulator::Impl::Impl(const ir::Program& p, const cost::CostModel& cost, Simulat
   if (o.compute_slots < 0) throw Error("compute_slots must be >= 0 (0: no limit), got " + std::to_string(o.compute_slots));
   if (o.compute_slots > 0 && o.fold) {
     throw Error(SourceLocation{}, "compute slots model one host shared by every rank; a folded run simulates only some",
-                "simulate every rank (no --fold) with --compute-slots");
+                "simulate every rank (no ‹fold›) with ‹compute-slots›");
   }
   simulated = plan_simulated_ranks(p, o.fold);
   const size_t num_sim = simulated.ranks.size();

@@ -51,7 +51,7 @@ calib::CalibrationProfile profile_from_table(const std::vector<MeasuredKernel>& 
   if (tables.empty())
     throw Error(SourceLocation{rows.empty() ? "" : rows.front().file, 0, 0, "dtype"},
                 "no measured row of the profile's precision in the table",
-                "measure the kernels in bf16 (the device campaign does), or give --precision");
+                "measure the kernels in bf16 (the device campaign does), or give ‹precision›");
   for (auto& [key, points] : tables) {
     calib::OpTable* t = p.add_ops();
     t->set_op_class(static_cast<ir::OpClass>(key.first));

@@ -62,10 +62,10 @@ NetworkSetup::NetworkSetup(const ir::Program& program, NetworkMode mode, bool wi
   const bool links = with_variability && scenario::any_link_variability(program.variability());
   if (mode != NetworkMode::kFlow) {
     if (links) {
-      throw Error(SourceLocation{"--network analytic", 0, 0, {}},
+      throw Error(SourceLocation{"‹network analytic›", 0, 0, {}},
                   "slow and flapping links need the flow-level network: the analytic model times each collective "
                   "by a closed form with no per-link state (docs/variability.md#links)",
-                  "use --network flow (the default), or drop the links (--ideal, or remove them from "
+                  "use ‹network flow› (the default), or drop the links (‹ideal›, or remove them from "
                   "variability)");
     }
     return;

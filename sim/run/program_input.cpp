@@ -6,6 +6,7 @@
 
 #include "sim/core/error.h"
 #include "sim/core/input_file.h"
+#include "sim/core/option_text.h"
 #include "sim/core/quiet_protobuf.h"
 #include "sim/engine/simulator.h"
 #include "sim/ir/digest.h"
@@ -21,12 +22,11 @@ bool is_program_file(const std::string& path) { return std::filesystem::path(pat
 
 void reject_scale_down_of_program(const std::string& path, int64_t scale_down) {
   if (scale_down <= 1) return;
-  throw Error(SourceLocation{path, 0, 0, "--scale-down"},
-              "--scale-down applies to scenarios; this is a compiled program, whose sizes were fixed when it was "
+  throw Error(SourceLocation{path, 0, 0, "‹scale-down›"},
+              "‹scale-down› applies to scenarios; this is a compiled program, whose sizes were fixed when it was "
               "compiled",
-              "compile the scenario with `lacuna compile --scale-down " + std::to_string(scale_down) +
-                  " SCENARIO -o FILE.pb`, or pass the scenario itself with --scale-down " +
-                  std::to_string(scale_down));
+              "compile the scenario with `lacuna compile` and " + option_ref("scale-down", std::to_string(scale_down)) +
+                  ", or pass the scenario itself with " + option_ref("scale-down", std::to_string(scale_down)));
 }
 
 ir::Program load_program_input(const std::string& path, const cost::CostModel* planning_cost, int64_t scale_down) {

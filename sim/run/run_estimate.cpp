@@ -87,7 +87,7 @@ void check_run_memory(const RunEstimate& e, Bytes resident, Bytes limit, const s
                           Bytes(resident + e.total()).gb(), resident.gb(), e.total().gb(), e.engine_state.gb(),
                           e.engine.simulated_ranks, e.engine.all_ranks, runs, e.accounting.gb(), e.network.gb(),
                           e.sample_programs.gb(), limit.gb()),
-              "simulate one representative per class (--fold), fewer concurrent samples (-j), or raise " + option);
+              "simulate one representative per class (‹fold›), fewer concurrent samples (‹j›), or raise " + option);
 }
 
 }  // namespace lacuna::run

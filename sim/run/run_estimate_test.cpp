@@ -71,7 +71,7 @@ TEST(RunEstimateRun, ARunOverTheLimitIsRefusedByName) {
     EXPECT_NE(m.find("--max-memory-gb"), std::string::npos) << m;
     EXPECT_NE(m.find("engine state"), std::string::npos) << m;
     EXPECT_NE(m.find("for 8 of 8 ranks"), std::string::npos) << m;
-    EXPECT_NE(m.find("--fold"), std::string::npos) << m;
+    EXPECT_NE(m.find("`fold`"), std::string::npos) << m;
   }
 }
 

@@ -220,7 +220,7 @@ ValidationRow run_nccl(const NcclCase& c, NetworkMode mode, std::string& model) 
 fs::path find_scenario_dir(const std::string& given) {
   if (!given.empty()) {
     if (!fs::is_directory(given))
-      throw Error(SourceLocation{given, 0, 0, "--scenarios"}, "not a directory",
+      throw Error(SourceLocation{given, 0, 0, "‹scenarios›"}, "not a directory",
                   "give the folder holding ptdp-*.pbtxt and sar-*.pbtxt (scenarios/validation)");
     return given;
   }
@@ -236,8 +236,8 @@ fs::path find_scenario_dir(const std::string& given) {
       dir = dir.parent_path();
     }
   }
-  throw Error(SourceLocation{{}, 0, 0, "--scenarios"}, "cannot find scenarios/validation",
-              "run from the lacuna source tree or pass --scenarios DIR");
+  throw Error(SourceLocation{{}, 0, 0, "‹scenarios›"}, "cannot find scenarios/validation",
+              "run from the lacuna source tree or pass ‹scenarios DIR›");
 }
 
 std::vector<fs::path> scenario_files(const fs::path& dir, const std::string& prefix) {
@@ -348,8 +348,8 @@ ValidationResult run_validation(const ValidationOptions& o) {
   std::optional<ValidationProfile> profile;
   if (o.calibration.enabled()) {
     if (o.only == "nccl")
-      throw Error(SourceLocation{{}, 0, 0, "--calibration"}, "the nccl table times no kernels",
-                  "drop --calibration, or run the ptdp or sar table with it");
+      throw Error(SourceLocation{{}, 0, 0, "‹calibration›"}, "the nccl table times no kernels",
+                  "drop ‹calibration›, or run the ptdp or sar table with it");
     profile = ValidationProfile{o.calibration, calibration::read_profile(o.calibration.profile)};
   }
   ValidationResult result;
@@ -388,7 +388,7 @@ ValidationResult run_validation(const ValidationOptions& o) {
                     fmt::format("the profile was measured on {}, but the {} rows run on {}", profile->describe(), key,
                                 fmt::join(kinds, ", ")),
                     "calibrate on one of those GPUs at that precision (calib/device/campaign), or pass "
-                    "--allow-device-mismatch to use these times anyway");
+                    "‹allow-device-mismatch› to use these times anyway");
     }
     ValidationTable t;
     t.key = key;

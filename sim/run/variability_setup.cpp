@@ -17,8 +17,8 @@ std::unique_ptr<variability::VariabilityModel> make_perturbation(const ir::Progr
   if (fold && scenario::any_variability(v)) {
     const std::string why = variability::fold_refusal(v);
     if (!why.empty()) {
-      throw Error(SourceLocation{"--fold", 0, 0, {}}, why,
-                  "simulate every rank (without --fold), or turn those sources off (--ideal, or --set)");
+      throw Error(SourceLocation{"‹fold›", 0, 0, {}}, why,
+                  "simulate every rank (without ‹fold›), or turn those sources off (‹ideal›, or ‹set›)");
     }
   }
   return std::make_unique<variability::VariabilityModel>(program, v);

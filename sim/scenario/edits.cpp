@@ -7,6 +7,8 @@
 
 #include <cstdlib>
 
+#include "sim/core/option_text.h"
+
 namespace lacuna::scenario {
 namespace {
 
@@ -146,7 +148,7 @@ Message* map_entry(Message& m, const FieldDescriptor& f, const std::string& key,
 
 std::string set_field(Message& message, const std::string& assignment, const std::string& flag) {
   const size_t eq = assignment.find('=');
-  if (eq == std::string::npos) fail(flag, "", "expected FIELD=VALUE", "write e.g. --set parallel.dp=64");
+  if (eq == std::string::npos) fail(flag, "", "expected FIELD=VALUE", "write e.g. ‹set parallel.dp=64›");
   const std::string path = assignment.substr(0, eq);
   const std::string value = assignment.substr(eq + 1);
   const std::vector<Segment> segs = parse_path(path, flag);
@@ -248,8 +250,8 @@ int64_t parse_int(const std::string& text, const std::string& flag, const std::s
 }
 
 void add_straggler(Variability& v, const std::string& spec, SourceMap& locations) {
-  const std::string flag = "--straggler " + spec;
-  const std::string fix = "write host=NODE:FACTOR, e.g. --straggler host=17:1.10 (node 17's compute 10 % slower)";
+  const std::string flag = option_ref("straggler", spec);
+  const std::string fix = "write host=NODE:FACTOR, e.g. ‹straggler host=17:1.10› (node 17's compute 10 % slower)";
   const size_t colon = spec.rfind(':');
   const size_t eq = spec.find('=');
   if (colon == std::string::npos || eq == std::string::npos || eq > colon) fail(flag, "", "expected host=NODE:FACTOR", fix);
@@ -262,10 +264,10 @@ void add_straggler(Variability& v, const std::string& spec, SourceMap& locations
 }
 
 void add_slow_link(Variability& v, const std::string& spec, SourceMap& locations) {
-  const std::string flag = "--slow-link " + spec;
+  const std::string flag = option_ref("slow-link", spec);
   const std::string fix =
       "write node=N,nic=K[,dir=up|down]:FACTOR or node=N,gpu=G[,dir=up|down]:FACTOR (NVLink), e.g. "
-      "--slow-link node=12,nic=3:0.5";
+      "‹slow-link node=12,nic=3:0.5›";
   const size_t colon = spec.rfind(':');
   if (colon == std::string::npos) fail(flag, "", "expected a bandwidth factor after ':'", fix);
   SlowLink l;
@@ -306,7 +308,7 @@ void add_slow_link(Variability& v, const std::string& spec, SourceMap& locations
 void apply_variability_flags(Variability& v, const ScenarioEdits& e, SourceMap& locations) {
   if (e.seed >= 0) {
     v.set_seed(e.seed);
-    locations.set_origin("variability.seed", "--seed " + std::to_string(e.seed));
+    locations.set_origin("variability.seed", option_ref("seed", std::to_string(e.seed)));
   }
   for (const std::string& s : e.stragglers) add_straggler(v, s, locations);
   for (const std::string& s : e.slow_links) add_slow_link(v, s, locations);
@@ -318,10 +320,10 @@ void apply_edits(Scenario& raw, const ScenarioEdits& e, SourceMap& locations) {
   if (e.ideal) {
     raw.clear_variability();
     raw.mutable_variability()->set_ideal(true);
-    locations.set_origin("variability", "--ideal");
+    locations.set_origin("variability", "‹ideal›");
   }
   for (const std::string& a : e.set) {
-    const std::string flag = "--set " + a;
+    const std::string flag = option_ref("set", a);
     locations.set_origin(set_field(raw, a, flag), flag);
   }
   apply_variability_flags(*raw.mutable_variability(), e, locations);
@@ -329,14 +331,14 @@ void apply_edits(Scenario& raw, const ScenarioEdits& e, SourceMap& locations) {
 
 void apply_variability_edits(Variability& v, const ScenarioEdits& e, SourceMap& locations) {
   if (!e.set.empty()) {
-    throw Error(SourceLocation{"--set " + e.set.front(), 0, 0, {}},
-                "--set edits scenarios; this is a compiled program",
+    throw Error(SourceLocation{option_ref("set", e.set.front()), 0, 0, {}},
+                "‹set› edits scenarios; this is a compiled program",
                 "pass the scenario itself, or compile it with the edit");
   }
   if (e.ideal) {
     v.Clear();
     v.set_ideal(true);
-    locations.set_origin("variability", "--ideal");
+    locations.set_origin("variability", "‹ideal›");
   }
   apply_variability_flags(v, e, locations);
 }

@@ -1,5 +1,6 @@
 #include <filesystem>
 
+#include "sim/core/option_text.h"
 #include "sim/core/input_file.h"
 #include "sim/scenario/defaults.h"
 #include "sim/scenario/edits.h"
@@ -47,10 +48,10 @@ void apply_scale_down(LoadedScenario& s, int64_t factor) {
     validate_scenario(s.spec, s.locations);
   } catch (const Error& e) {
     const int64_t largest = largest_scale_down(unscaled);
-    const std::string instead = largest > 1 ? "--scale-down " + std::to_string(largest) +
+    const std::string instead = largest > 1 ? option_ref("scale-down", std::to_string(largest)) +
                                                   " is the largest factor this scenario takes"
                                             : "no factor above 1 keeps this scenario valid; run it unscaled";
-    throw Error(e.where(), "after --scale-down " + std::to_string(factor) + ": " + e.problem(),
+    throw Error(e.where(), "after " + option_ref("scale-down", std::to_string(factor)) + ": " + e.problem(),
                 e.fix().empty() ? instead : e.fix() + "; or: " + instead);
   }
   s.scale_down = factor;
@@ -58,7 +59,7 @@ void apply_scale_down(LoadedScenario& s, int64_t factor) {
 
 void check_factor(int64_t factor) {
   if (factor < 1)
-    throw Error(SourceLocation{{}, 0, 0, "--scale-down"}, "must be ≥ 1, got " + std::to_string(factor),
+    throw Error(SourceLocation{{}, 0, 0, "‹scale-down›"}, "must be ≥ 1, got " + std::to_string(factor),
                 "use 1 (or omit it) for the scenario as written, 2 to halve hidden sizes and sequence lengths");
 }
 

@@ -29,6 +29,7 @@
 #include <utility>
 #include <vector>
 
+#include "sim/core/option_text.h"
 #include "sim/scenario/scenario_internal.h"
 
 namespace lacuna::scenario {
@@ -144,7 +145,7 @@ void scale_down(Scenario& spec, int64_t factor) { scale_down(spec, factor, Sourc
 
 void scale_down(Scenario& spec, int64_t factor, const SourceMap& locations) {
   if (factor < 1)
-    throw Error(SourceLocation{{}, 0, 0, "--scale-down"}, "must be ≥ 1, got " + s(factor),
+    throw Error(SourceLocation{{}, 0, 0, "‹scale-down›"}, "must be ≥ 1, got " + s(factor),
                 "use 1 (or omit it) for the scenario as written, 2 to halve hidden sizes and sequence lengths");
   if (factor == 1) return;
   if (const auto p = check(spec, factor)) {
@@ -152,9 +153,9 @@ void scale_down(Scenario& spec, int64_t factor, const SourceMap& locations) {
     const std::string fix =
         ok.empty() ? "no factor above 1 scales this scenario (its hidden, FFN and sequence sizes share no factor "
                      "that keeps head dimensions whole and the scenario valid); run it unscaled"
-                   : "use --scale-down " + s(ok.back()) + ", the largest factor this scenario takes (valid: " +
+                   : "use " + option_ref("scale-down", s(ok.back())) + ", the largest factor this scenario takes (valid: " +
                          list(ok) + ")";
-    throw Error(locations.locate(p->path), "--scale-down " + s(factor) + ": " + p->what, fix);
+    throw Error(locations.locate(p->path), option_ref("scale-down", s(factor)) + ": " + p->what, fix);
   }
   apply(spec, factor);
 }

@@ -11,6 +11,7 @@
 
 #include "sim/placement/compile.h"
 #include "sim/scenario/test_support.h"
+#include "sim/core/option_text.h"
 
 namespace lacuna::scenario {
 namespace {
@@ -134,7 +135,7 @@ TEST(ScaleDownErrors, FactorBelowOne) {
       load_scenario(source_path(kTiny), f);
       FAIL();
     } catch (const Error& e) {
-      EXPECT_EQ(e.where().field, "--scale-down");
+      EXPECT_EQ(neutral_options(e.where().field), "`scale-down`");
       EXPECT_THAT(e.problem(), HasSubstr("must be ≥ 1"));
     }
     Scenario s;
@@ -171,7 +172,7 @@ TEST(ScaleDownErrors, EachFieldIsNamedWithItsValueAndALargestFactor) {
     EXPECT_EQ(e.where().field, c.field);
     EXPECT_EQ(e.where().file, "test.pbtxt");
     EXPECT_GT(e.where().line, 0);  // the field's own line in the file
-    EXPECT_THAT(e.problem(), HasSubstr("--scale-down " + std::to_string(c.factor) + ": "));
+    EXPECT_THAT(neutral_options(e.problem()), HasSubstr("`scale-down " + std::to_string(c.factor) + "`: "));
     EXPECT_THAT(e.problem(), HasSubstr(c.problem));
     EXPECT_THAT(e.fix(), HasSubstr("the largest factor this scenario takes"));
   }
@@ -181,7 +182,7 @@ TEST(ScaleDownErrors, LocatedAtTheFieldsLine) {
   const std::string tiny = read_source(kTiny);
   const Error e = scaled_error(tiny, 3);
   EXPECT_EQ(e.where().line, line_of(tiny, "hidden_size: 256"));
-  EXPECT_EQ(e.fix(), "use --scale-down 32, the largest factor this scenario takes (valid: 2, 4, 8, 16, 32)");
+  EXPECT_EQ(neutral_options(e.fix()), "use `scale-down 32`, the largest factor this scenario takes (valid: 2, 4, 8, 16, 32)");
 }
 
 TEST(ScaleDownErrors, ValidationAfterScalingSaysSo) {
@@ -193,8 +194,8 @@ TEST(ScaleDownErrors, ValidationAfterScalingSaysSo) {
   ASSERT_NO_THROW(parse_scenario(text, Format::kText, "test.pbtxt"));
   const Error e = scaled_error(text, 128);
   EXPECT_EQ(e.where().field, "parallel.cp");
-  EXPECT_THAT(e.problem(), HasSubstr("after --scale-down 128: seq_length 2 must be divisible by 2 × cp = 4"));
-  EXPECT_THAT(e.fix(), HasSubstr("--scale-down 64 is the largest factor this scenario takes"));
+  EXPECT_THAT(neutral_options(e.problem()), HasSubstr("after `scale-down 128`: seq_length 2 must be divisible by 2 × cp = 4"));
+  EXPECT_THAT(neutral_options(e.fix()), HasSubstr("`scale-down 64` is the largest factor this scenario takes"));
 }
 
 TEST(ScaleDownErrors, TheFilesOwnProblemIsReportedAsBefore) {

@@ -19,9 +19,9 @@ namespace lacuna::scenario {
 class SourceMap {
  public:
   void add(const std::string& field_path, int line, int column);
-  // The field was set (or replaced) by a command-line flag, not the file:
-  // locate() names `flag` (e.g. "--set parallel.dp=64") for it and for every
-  // field inside it.
+  // The field was set (or replaced) by a caller's option, not the file:
+  // locate() names `flag` (an option reference, option_text.h, e.g.
+  // option_ref("set", "parallel.dp=64")) for it and for every field inside it.
   void set_origin(const std::string& field_path, const std::string& flag);
   // Whether a located field came from a flag (set_origin), and every flag given.
   bool from_flag(const SourceLocation& where) const;

@@ -7,6 +7,7 @@
 #include "sim/scenario/edits.h"
 #include "sim/scenario/test_support.h"
 #include "sim/scenario/variability.h"
+#include "sim/core/option_text.h"
 
 namespace lacuna::scenario {
 namespace {
@@ -175,7 +176,7 @@ class BadEdits : public ::testing::TestWithParam<BadEdit> {};
 TEST_P(BadEdits, NameTheFlag) {
   const BadEdit& b = GetParam();
   const Error e = error_of(read_source(kSmall), b.edits);
-  EXPECT_EQ(e.where().file, b.flag) << e.what();
+  EXPECT_EQ(neutral_options(e.where().file), b.flag) << e.what();
   EXPECT_EQ(e.where().line, 0) << e.what();
   EXPECT_EQ(e.where().field, b.field) << e.what();
   EXPECT_THAT(e.problem(), HasSubstr(b.message)) << e.what();
@@ -198,22 +199,22 @@ ScenarioEdits slow_link(std::string a) {
 }
 
 const BadEdit kBadEdits[] = {
-    {"unknown_field", set("parallel.tpp=2"), "--set parallel.tpp=2", "parallel.tpp", "ParallelPlan has no field \"tpp\""},
-    {"not_a_number", set("parallel.dp=two"), "--set parallel.dp=two", "parallel.dp", "cannot read \"two\""},
-    {"bad_enum", set("schedule.kind=ZB"), "--set schedule.kind=ZB", "schedule.kind", "cannot read \"ZB\""},
-    {"no_equals", set("parallel.dp"), "--set parallel.dp", "", "expected FIELD=VALUE"},
-    {"scalar_is_not_message", set("parallel.dp.x=1"), "--set parallel.dp.x=1", "parallel.dp", "is a value, not a message"},
-    {"index_out_of_range", set("cluster.network.tiers[3].children=2"), "--set cluster.network.tiers[3].children=2",
+    {"unknown_field", set("parallel.tpp=2"), "`set parallel.tpp=2`", "parallel.tpp", "ParallelPlan has no field \"tpp\""},
+    {"not_a_number", set("parallel.dp=two"), "`set parallel.dp=two`", "parallel.dp", "cannot read \"two\""},
+    {"bad_enum", set("schedule.kind=ZB"), "`set schedule.kind=ZB`", "schedule.kind", "cannot read \"ZB\""},
+    {"no_equals", set("parallel.dp"), "`set parallel.dp`", "", "expected FIELD=VALUE"},
+    {"scalar_is_not_message", set("parallel.dp.x=1"), "`set parallel.dp.x=1`", "parallel.dp", "is a value, not a message"},
+    {"index_out_of_range", set("cluster.network.tiers[3].children=2"), "`set cluster.network.tiers[3].children=2`",
      "cluster.network.tiers", "has 0 entries"},
     // Validation of the edited value, at the flag.
-    {"invalid_value", set("cluster.nic.bandwidth_gb_per_s=-5"), "--set cluster.nic.bandwidth_gb_per_s=-5",
+    {"invalid_value", set("cluster.nic.bandwidth_gb_per_s=-5"), "`set cluster.nic.bandwidth_gb_per_s=-5`",
      "cluster.nic.bandwidth_gb_per_s", "must be > 0"},
-    {"straggler_syntax", straggler("17:1.1"), "--straggler 17:1.1", "", "expected host=NODE:FACTOR"},
-    {"straggler_node", straggler("host=17:1.1"), "--straggler host=17:1.1", "variability.stragglers.hosts[0].node",
+    {"straggler_syntax", straggler("17:1.1"), "`straggler 17:1.1`", "", "expected host=NODE:FACTOR"},
+    {"straggler_node", straggler("host=17:1.1"), "`straggler host=17:1.1`", "variability.stragglers.hosts[0].node",
      "node 17 is outside the cluster"},
-    {"slow_link_syntax", slow_link("node=0,nic=1"), "--slow-link node=0,nic=1", "", "expected a bandwidth factor"},
-    {"slow_link_key", slow_link("node=0,port=1:0.5"), "--slow-link node=0,port=1:0.5", "", "unknown key \"port\""},
-    {"slow_link_range", slow_link("node=0,gpu=9:0.5"), "--slow-link node=0,gpu=9:0.5", "variability.slow_links[0].index",
+    {"slow_link_syntax", slow_link("node=0,nic=1"), "`slow-link node=0,nic=1`", "", "expected a bandwidth factor"},
+    {"slow_link_key", slow_link("node=0,port=1:0.5"), "`slow-link node=0,port=1:0.5`", "", "unknown key \"port\""},
+    {"slow_link_range", slow_link("node=0,gpu=9:0.5"), "`slow-link node=0,gpu=9:0.5`", "variability.slow_links[0].index",
      "GPU 9 does not exist"},
 };
 
@@ -228,10 +229,10 @@ TEST(ScenarioEdits, ARuleBrokenElsewhereNamesTheFlagsInForce) {
   const Error e = error_of(read_source(kSmall), set("training.micro_batch=3"));
   EXPECT_EQ(e.where().file, "s.pbtxt") << e.what();
   EXPECT_EQ(e.where().field, "training.global_batch") << e.what();
-  EXPECT_THAT(e.problem(), HasSubstr("(with --set training.micro_batch=3)")) << e.what();
+  EXPECT_THAT(neutral_options(e.problem()), HasSubstr("(with `set training.micro_batch=3`)")) << e.what();
   // A rule broken at the edited field itself is reported at the flag.
   const Error at_flag = error_of(read_source(kSmall), set("parallel.dp=4"));
-  EXPECT_EQ(at_flag.where().file, "--set parallel.dp=4") << at_flag.what();
+  EXPECT_EQ(neutral_options(at_flag.where().file), "`set parallel.dp=4`") << at_flag.what();
   EXPECT_THAT(at_flag.problem(), HasSubstr("tp×cp×pp×dp = 16")) << at_flag.what();
 }
 

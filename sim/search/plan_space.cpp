@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "sim/core/option_text.h"
 #include "sim/core/error.h"
 #include "sim/placement/compile.h"
 #include "sim/scenario/moe.h"
@@ -78,8 +79,8 @@ GpuRange parse_gpu_range(const std::string& text) {
          parse_int(std::string_view(text).substr(dots + 2), r.hi);
   }
   if (!ok || r.lo < 1 || r.hi < r.lo || r.hi > 1'000'000) {
-    throw flag_error("--gpus", "expected a GPU count or a range LO..HI (1 ≤ LO ≤ HI ≤ 10^6), got \"" + text + "\"",
-                     "e.g. --gpus 2048..8192");
+    throw flag_error("‹gpus›", "expected a GPU count or a range LO..HI (1 ≤ LO ≤ HI ≤ 10^6), got \"" + text + "\"",
+                     "e.g. ‹gpus 2048..8192›");
   }
   return r;
 }
@@ -120,7 +121,7 @@ Dimensions make_dimensions(const scenario::Scenario& base, const std::optional<G
   if (gpus) {
     for (int64_t n = (gpus->lo + gpn - 1) / gpn; n * gpn <= gpus->hi; ++n) d.num_nodes.push_back(n);
     if (d.num_nodes.empty()) {
-      throw flag_error("--gpus", fmt::format("no whole number of {}-GPU nodes lies in {}..{}", gpn, gpus->lo, gpus->hi),
+      throw flag_error("‹gpus›", fmt::format("no whole number of {}-GPU nodes lies in {}..{}", gpn, gpus->lo, gpus->hi),
                        fmt::format("use a range that holds a multiple of {}", gpn));
     }
   } else {
@@ -165,20 +166,20 @@ Dimensions make_dimensions(const scenario::Scenario& base, const std::optional<G
   for (const std::string& fix : fixes) {
     const size_t eq = fix.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == fix.size()) {
-      throw flag_error("--fix", "expected FIELD=VALUE[,VALUE...], got \"" + fix + "\"", "e.g. --fix parallel.tp=8");
+      throw flag_error("‹fix›", "expected FIELD=VALUE[,VALUE...], got \"" + fix + "\"", "e.g. ‹fix parallel.tp=8›");
     }
     const std::string field = fix.substr(0, eq);
     const std::string text = fix.substr(eq + 1);
-    const std::string where = "--fix " + field;
+    const std::string where = option_ref("fix", field);
     if (!contains(fixable_fields(), field)) {
       std::string list;
       for (const std::string& f : fixable_fields()) list += (list.empty() ? "" : ", ") + f;
       throw flag_error(where, "\"" + field + "\" is not a search dimension",
-                       "fix one of " + list + " (other scenario fields: --set FIELD=VALUE)");
+                       "fix one of " + list + " (other scenario fields: ‹set FIELD=VALUE›)");
     }
     if (auto [it, fresh] = seen.emplace(field, text); !fresh) {
       throw flag_error(where, "fixed twice (\"" + it->second + "\" and \"" + text + "\"): the constraints contradict",
-                       "give one --fix per field, with a comma-separated list for several values");
+                       "give one ‹fix› per field, with a comma-separated list for several values");
     }
     const std::vector<std::string> values = split_commas(text);
     auto ints = [&](int64_t lo, int64_t hi) {
@@ -201,7 +202,7 @@ Dimensions make_dimensions(const scenario::Scenario& base, const std::optional<G
       return out;
     };
     if (field == "cluster.num_nodes") {
-      if (gpus) throw flag_error(where, "contradicts --gpus: both set the GPU count", "give one of them");
+      if (gpus) throw flag_error(where, "contradicts ‹gpus›: both set the GPU count", "give one of them");
       d.num_nodes = ints(1, 1'000'000);
     } else if (field == "parallel.ep" || field == "parallel.expert_tp") {
       if (!moe) {
@@ -293,8 +294,8 @@ std::vector<Plan> enumerate_plans(const scenario::Scenario& base, const Dimensio
   const int64_t layers = base.model().llm().num_layers();
   std::vector<Plan> out;
   auto refuse_size = [&] {
-    throw flag_error("--fix", fmt::format("the search space holds more than {} plans", limit),
-                     "narrow it with --fix (e.g. --fix parallel.tp=8) or a smaller --gpus range");
+    throw flag_error("‹fix›", fmt::format("the search space holds more than {} plans", limit),
+                     "narrow it with ‹fix› (e.g. ‹fix parallel.tp=8›) or a smaller ‹gpus› range");
   };
   // (ep, expert_tp), ep varying slowest; one (0, 0) for a dense scenario.
   std::vector<std::pair<int64_t, int64_t>> expert_layouts;
@@ -408,10 +409,10 @@ std::vector<Plan> enumerate_plans(const scenario::Scenario& base, const Dimensio
   if (out.empty()) {
     std::string given;
     for (const std::string& c : constraints) given += (given.empty() ? "" : ", ") + c;
-    throw flag_error(constraints.empty() ? "SCENARIO" : "--fix",
+    throw flag_error(constraints.empty() ? "SCENARIO" : "‹fix›",
                      "the search space is empty: no plan has tp·cp·pp dividing the GPU count with the allowed values" +
                          (given.empty() ? std::string() : " under " + given),
-                     "relax a --fix, or widen --gpus");
+                     "relax a ‹fix›, or widen ‹gpus›");
   }
   return out;
 }

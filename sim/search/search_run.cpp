@@ -182,7 +182,7 @@ std::map<size_t, std::string> read_journal(const std::string& path, const std::s
   if (!std::getline(in, line)) return out;
   if (line != header) {
     throw Error(SourceLocation{path, 1, 0, {}}, "this journal belongs to another search (scenario or constraints differ)",
-                "remove it, or rerun without --resume");
+                "remove it, or rerun without ‹resume›");
   }
   while (std::getline(in, line)) {
     const size_t tab = line.find('\t');

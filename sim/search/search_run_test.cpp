@@ -166,7 +166,7 @@ TEST(Search, BadConstraintsAreClearErrors) {
   o.fixes = {"parallel.tp=3"};
   EXPECT_NE(error_of(o).find("search space is empty"), std::string::npos) << error_of(o);
   o.fixes = {"parallel.tp=eight"};
-  EXPECT_NE(error_of(o).find("--fix parallel.tp"), std::string::npos) << error_of(o);
+  EXPECT_NE(error_of(o).find("`fix parallel.tp"), std::string::npos) << error_of(o);
   o.fixes = {};
   o.gpus = GpuRange{9, 15};
   EXPECT_NE(error_of(o).find("no whole number of 8-GPU nodes"), std::string::npos) << error_of(o);

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "sim/core/option_text.h"
 #include "sim/core/error.h"
 #include "sim/scenario/edits.h"
 
@@ -69,13 +70,13 @@ std::vector<std::string> split_values(std::string_view text, const std::string& 
 }
 
 Axis parse_axis(const std::string& assignment) {
-  const std::string flag = "--set " + assignment;
+  const std::string flag = option_ref("set", assignment);
   const size_t eq = assignment.find('=');
-  if (eq == std::string::npos) fail(flag, "expected FIELD=V1,V2,…", "write e.g. --set cluster.num_nodes=32,64,128");
+  if (eq == std::string::npos) fail(flag, "expected FIELD=V1,V2,…", "write e.g. ‹set cluster.num_nodes=32,64,128›");
   Axis axis;
   axis.flag = flag;
   axis.field = assignment.substr(0, eq);
-  if (axis.field.empty()) fail(flag, "no field before '='", "write e.g. --set cluster.num_nodes=32,64,128");
+  if (axis.field.empty()) fail(flag, "no field before '='", "write e.g. ‹set cluster.num_nodes=32,64,128›");
   const std::string list = assignment.substr(eq + 1);
   if (list.find_first_not_of(" \t") == std::string::npos) {
     fail(flag, "no values to sweep " + axis.field + " over", "list one or more values, e.g. " + axis.field + "=1,2,4");
@@ -92,13 +93,13 @@ Axis parse_axis(const std::string& assignment) {
 
 Grid::Grid(std::vector<Axis> axes, bool zip) : axes_(std::move(axes)), zip_(zip) {
   if (axes_.empty()) {
-    throw Error(SourceLocation{"--set", 0, 0, {}}, "nothing to sweep",
-                "give one or more --set FIELD=V1,V2,…, e.g. --set cluster.num_nodes=32,64,128");
+    throw Error(SourceLocation{"‹set›", 0, 0, {}}, "nothing to sweep",
+                "give one or more ‹set FIELD=V1,V2,…›, e.g. ‹set cluster.num_nodes=32,64,128›");
   }
   std::set<std::string> fields;
   for (const Axis& a : axes_) {
     if (!fields.insert(a.field).second) {
-      fail(a.flag, a.field + " is swept by two --set flags", "give each field one --set with all its values");
+      fail(a.flag, a.field + " is swept twice by ‹set›", "give each field one ‹set› with all its values");
     }
   }
   if (zip_) {
@@ -110,10 +111,10 @@ Grid::Grid(std::vector<Axis> axes, bool zip) : axes_(std::move(axes)), zip_(zip)
     }
     for (const Axis& a : axes_) {
       if (a.values.size() != 1 && a.values.size() != longest->values.size()) {
-        throw Error(SourceLocation{"--zip", 0, 0, {}},
+        throw Error(SourceLocation{"‹zip›", 0, 0, {}},
                     fmt::format("the lists advance together, but {} has {} values and {} has {}", longest->flag,
                                 longest->values.size(), a.flag, a.values.size()),
-                    "give every --set as many values (or one, held fixed), or drop --zip for every combination");
+                    "give every ‹set› as many values (or one, held fixed), or drop ‹zip› for every combination");
       }
     }
     size_ = longest->values.size();
@@ -122,9 +123,9 @@ Grid::Grid(std::vector<Axis> axes, bool zip) : axes_(std::move(axes)), zip_(zip)
   size_ = 1;
   for (const Axis& a : axes_) {
     if (a.values.size() > kMaxPoints / size_) {
-      throw Error(SourceLocation{"--set", 0, 0, {}},
+      throw Error(SourceLocation{"‹set›", 0, 0, {}},
                   fmt::format("the grid has more than {} points (the product of the lists' lengths)", kMaxPoints),
-                  "sweep fewer values, or advance lists together with --zip");
+                  "sweep fewer values, or advance lists together with ‹zip›");
     }
     size_ *= a.values.size();
   }

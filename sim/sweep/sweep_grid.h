@@ -25,7 +25,7 @@ std::vector<std::string> split_values(std::string_view text, const std::string& 
 struct Axis {
   std::string field;
   std::vector<std::string> values;
-  std::string flag;  // "--set FIELD=V1,V2", as given, for messages
+  std::string flag;  // option_ref("set", "FIELD=V1,V2"), as given, for messages
 };
 
 // Throws lacuna::Error naming the flag for a missing '=', an empty field, an

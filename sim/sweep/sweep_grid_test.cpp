@@ -69,7 +69,7 @@ TEST(SweepGridTest, BracketedValueIsAListForARepeatedField) {
 }
 
 TEST(SweepGridTest, BadFlagsAreErrorsNamingThem) {
-  EXPECT_NE(error_of([] { make_grid({"parallel.tp"}, false); }).find("--set parallel.tp: expected FIELD=V1,V2"),
+  EXPECT_NE(error_of([] { make_grid({"parallel.tp"}, false); }).find("`set parallel.tp`: expected FIELD=V1,V2"),
             std::string::npos);
   EXPECT_NE(error_of([] { make_grid({"parallel.tp="}, false); }).find("no values to sweep parallel.tp over"),
             std::string::npos);
@@ -78,11 +78,11 @@ TEST(SweepGridTest, BadFlagsAreErrorsNamingThem) {
   EXPECT_NE(error_of([] { make_grid({}, false); }).find("nothing to sweep"), std::string::npos);
   EXPECT_NE(error_of([] {
               make_grid({"parallel.tp=1", "parallel.tp=2"}, false);
-            }).find("swept by two --set flags"),
+            }).find("is swept twice by `set`"),
             std::string::npos);
   const std::string zip = error_of([] { make_grid({"parallel.tp=1,2", "parallel.pp=1,2,4"}, true); });
-  EXPECT_NE(zip.find("--zip: "), std::string::npos) << zip;
-  EXPECT_NE(zip.find("--set parallel.pp=1,2,4 has 3 values and --set parallel.tp=1,2 has 2"), std::string::npos) << zip;
+  EXPECT_NE(zip.find("`zip`: "), std::string::npos) << zip;
+  EXPECT_NE(zip.find("`set parallel.pp=1,2,4` has 3 values and `set parallel.tp=1,2` has 2"), std::string::npos) << zip;
 }
 
 TEST(SweepGridTest, TooManyPointsIsAnError) {
@@ -100,7 +100,7 @@ TEST(SweepGridTest, FieldsAndValuesAreCheckedOnTheParsedScenario) {
   raw.mutable_parallel()->set_tp(2);
   EXPECT_NO_THROW(check_fields(make_grid({"parallel.tp=1,2", "schedule.kind=GPIPE,ONE_F_ONE_B"}, false), raw));
   const std::string unknown = error_of([&] { check_fields(make_grid({"parallel.tpp=1,2"}, false), raw); });
-  EXPECT_NE(unknown.find("--set parallel.tpp=1,2"), std::string::npos) << unknown;
+  EXPECT_NE(unknown.find("`set parallel.tpp=1,2`"), std::string::npos) << unknown;
   EXPECT_NE(unknown.find("has no field \"tpp\""), std::string::npos) << unknown;
   const std::string value = error_of([&] { check_fields(make_grid({"parallel.tp=1,two"}, false), raw); });
   EXPECT_NE(value.find("cannot read \"two\""), std::string::npos) << value;

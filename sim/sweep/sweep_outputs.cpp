@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "sim/core/option_text.h"
 #include "sim/core/error.h"
 #include "sim/report/observers/bubble_accounting.h"
 #include "sim/report/formats/csv.h"
@@ -138,9 +139,9 @@ void check_metric_names(const std::vector<std::string>& names, bool samples) {
     for (const std::string& k : known) list += (list.empty() ? "" : ", ") + k;
     const std::vector<std::string> with_samples = plottable_metrics(true);
     const bool needs_samples = !samples && std::find(with_samples.begin(), with_samples.end(), n) != with_samples.end();
-    throw Error(SourceLocation{"--metric " + n, 0, 0, {}},
-                needs_samples ? "this statistic needs --samples K" : "no metric of that name",
-                needs_samples ? "add --samples K, or plot " + list : "choose one of " + list);
+    throw Error(SourceLocation{option_ref("metric", n), 0, 0, {}},
+                needs_samples ? "this statistic needs ‹samples K›" : "no metric of that name",
+                needs_samples ? "add ‹samples K›, or plot " + list : "choose one of " + list);
   }
 }
 

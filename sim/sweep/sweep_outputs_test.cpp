@@ -177,7 +177,7 @@ TEST(SweepOutputsTest, MetricNamesAreChecked) {
     check_metric_names({"iteration_s_p99"}, false);
     FAIL();
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("--metric iteration_s_p99: this statistic needs --samples K"),
+    EXPECT_NE(std::string(e.what()).find("`metric iteration_s_p99`: this statistic needs `samples K`"),
               std::string::npos);
   }
   EXPECT_THROW(check_metric_names({"mfu%"}, false), Error);

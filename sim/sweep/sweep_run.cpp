@@ -40,7 +40,7 @@ scenario::Scenario raw_scenario(const std::string& path) {
   } catch (const engine::DeadlockError& e) {
     throw engine::DeadlockError(label + ": " + e.what(), e.blocked());
   } catch (const Error& e) {
-    throw Error(label + ": " + e.what());
+    throw Error(label + ": " + e.raw());
   }
 }
 
@@ -61,7 +61,7 @@ std::string point_label(const Grid& grid, size_t point) {
 ValidatedSweep validate_sweep(const Grid& grid, const SweepSettings& s) {
   if (run::is_program_file(s.scenario)) {
     throw Error(SourceLocation{s.scenario, 0, 0, {}}, "lacuna sweep needs a scenario, not a compiled program",
-                "pass the scenario file (.pbtxt, .textproto, .json): each point edits it with --set and compiles it");
+                "pass the scenario file (.pbtxt, .textproto, .json): each point edits it with ‹set› and compiles it");
   }
   check_fields(grid, raw_scenario(s.scenario));
   ValidatedSweep out;

@@ -362,7 +362,7 @@ TEST(VariabilityModel, FoldRefusesPerOpSourcesNamingFold) {
     Simulator sim(p, cost, SimulationOptions{.fold = true, .perturbation = &model});
     FAIL() << "fold accepted kernel noise";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("--fold"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("`fold`"), std::string::npos) << e.what();
   }
 }
 

@@ -11,6 +11,7 @@
 
 #include "sim/core/atomic_file.h"
 #include "sim/core/error.h"
+#include "sim/core/option_text.h"
 #include "sim/engine/run_estimate.h"
 #include "sim/report/analyses/memory_warning.h"
 #include "sim/report/analyses/run_metrics.h"
@@ -111,7 +112,7 @@ int run_simulate(const SimulateOptions& o) {
   // A rank over HBM is not a valid result (docs/memory-model.md#feasibility):
   // the warning goes before and after the table and to stderr; with
   // --strict-memory the run fails and, like every failed run, writes no file.
-  const std::string warning = report::memory_warning(summary);
+  const std::string warning = report::memory_warning(summary, cli_option);
   const bool rejected = o.strict_memory && !warning.empty();
   if (!rejected) {
     outputs.commit(summary);
@@ -134,8 +135,10 @@ int run_simulate(const SimulateOptions& o) {
     folded.fold = true;
     folded.iterations = o.sampling.iterations;
     const engine::EngineEstimate f = engine::estimate_engine(program, folded);
-    stats.tip = report::fold_tip(stats.wall_seconds, program.ranks_size(), static_cast<int32_t>(f.simulated_ranks),
-                                 o.network == run::NetworkMode::kFlow, f.events, stats.events);
+    stats.tip = spell_options(report::fold_tip(stats.wall_seconds, program.ranks_size(),
+                                               static_cast<int32_t>(f.simulated_ranks),
+                                               o.network == run::NetworkMode::kFlow, f.events, stats.events),
+                              cli_option);
   }
   if (!warning.empty()) fmt::print(stderr, "{}", warning);
   fmt::print("{}{}{}", warning.empty() ? "" : warning + "\n", report::format_summary(summary, stats),

@@ -60,7 +60,7 @@ void on_root_for_all(const parallel::World& world, F&& check) {
       check();
     } catch (const Error& e) {
       if (world.size == 1) throw;
-      failure = e.what();
+      failure = e.raw();  // its option references spelled where it is printed
     }
   }
   failure = parallel::broadcast_from_root(world, failure);

@@ -12,6 +12,7 @@
 
 #include "sim/core/error.h"
 #include "sim/core/interrupt_cleanup.h"
+#include "sim/core/option_text.h"
 #include "sim/engine/simulator.h"
 #include "sim/parallel/processes.h"
 #include "tools/cli/commands.h"
@@ -101,7 +102,8 @@ int run_and_report(int argc, char** argv) {
     if (blocked.size() > kShown) fmt::print(stderr, "  ... and {} more blocked ops\n", blocked.size() - kShown);
     return 3;
   } catch (const lacuna::Error& e) {
-    fmt::print(stderr, "lacuna: error: {}\n", e.what());
+    // The library points to options by reference; the CLI spells them as flags.
+    fmt::print(stderr, "lacuna: error: {}\n", lacuna::spell_options(e.raw(), lacuna::cli_option));
     return 2;
   } catch (const std::system_error& e) {
     // A streaming writer (the trace) hitting a full disk or a closed pipe:

@@ -212,13 +212,13 @@ void parse_timeline(const Reader& in, const Json& doc, DiffInput& out) {
   if (it == doc.end() || it->is_null()) {
     in.fail("timeline",
             "no per-op timeline: this file was written by an older lacuna, or without the timeline",
-            "write it again with `lacuna simulate --json` or `lacuna execute --json` of this version");
+            "write it again with `lacuna simulate` or `lacuna execute` and ‹json›, of this version");
   }
   if (!it->is_object()) in.fail("timeline", fmt::format("expected an object, found {}", it->type_name()));
   const Json& tl = *it;
   if (const auto n = tl.find("iterations"); n != tl.end() && !(n->is_number_integer() && n->get<int64_t>() == 1)) {
     in.fail("timeline.iterations", fmt::format("a timeline of {} iterations: lacuna diff compares one iteration", n->dump()),
-            "write the prediction with `lacuna simulate --json` without --iterations (or --iterations 1)");
+            "write the prediction with `lacuna simulate` and ‹json›, without ‹iterations› (or ‹iterations 1›)");
   }
   const OpLayout layout = parse_op_layout(in, tl);
   check_phase_names(in, tl);
@@ -311,11 +311,11 @@ DiffInput parse_diff_input(std::string_view json_text, const std::string& file) 
     doc = Json::parse(json_text, no_duplicate_keys);
   } catch (const Json::parse_error& e) {
     in.fail({}, fmt::format("not valid JSON ({})", e.what()),
-            "pass the file written by `lacuna simulate --json` or `lacuna execute --json`");
+            "pass the file written by `lacuna simulate` or `lacuna execute` with ‹json›");
   } catch (const Json::out_of_range& e) {
     // A number beyond double's range (1e999): bad input, not a bug.
     in.fail({}, fmt::format("a number is out of range ({})", e.what()),
-            "pass the file written by `lacuna simulate --json` or `lacuna execute --json`");
+            "pass the file written by `lacuna simulate` or `lacuna execute` with ‹json›");
   }
   if (!doc.is_object()) in.fail({}, fmt::format("expected a JSON object, found {}", doc.type_name()));
   DiffInput out;

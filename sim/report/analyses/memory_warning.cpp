@@ -44,7 +44,7 @@ std::string recompute_of(const ir::ModuleInfo& m) {
 
 }  // namespace
 
-std::string memory_warning(const Summary& s) {
+std::string memory_warning(const Summary& s, const OptionSpelling& spell) {
   if (s.over_capacity_ranks == 0 || s.memory_capacity <= Bytes::zero()) return "";
   std::vector<std::string> paragraphs;
   paragraphs.push_back(fmt::format("WARNING: {} of {} ranks exceed HBM (peak {} > {}): this iteration cannot run as "
@@ -72,7 +72,8 @@ std::string memory_warning(const Summary& s) {
                          "optimizer, or more pipeline / tensor parallelism; lacuna simulate keeps the recompute an "
                          "LLM-only scenario asks for");
   }
-  paragraphs.push_back(fmt::format("--strict-memory makes this an error (exit {})", kExitOverCapacity));
+  // Spelled before wrapping, so that the box stays aligned.
+  paragraphs.push_back(spell_options(fmt::format("‹strict-memory› makes this an error (exit {})", kExitOverCapacity), spell));
 
   const std::string bar(kWidth + 6, '!');
   std::string out = "  " + bar + "\n";

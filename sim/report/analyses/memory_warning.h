@@ -7,6 +7,7 @@
 
 #include <string>
 
+#include "sim/core/option_text.h"
 #include "sim/report/analyses/summary.h"
 
 namespace lacuna::report {
@@ -20,6 +21,6 @@ inline constexpr int kExitOverCapacity = 4;
 //   cannot run as configured
 // with the worst rank's breakdown (baseline, activations, allocator reserve)
 // and what reduces it. Lines end with '\n'.
-std::string memory_warning(const Summary& summary);
+std::string memory_warning(const Summary& summary, const OptionSpelling& spell = neutral_option);
 
 }  // namespace lacuna::report

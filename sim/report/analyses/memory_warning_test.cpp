@@ -39,7 +39,7 @@ TEST(MemoryWarning, BoxedWithTheCountsThePeakAndTheBreakdown) {
   EXPECT_NE(w.find("rank 3: model state and overheads 6.00 GB, activations 4.00 GB, allocator reserve 0.60"),
             std::string::npos)
       << w;
-  EXPECT_NE(w.find("--strict-memory makes this an error (exit 4)"), std::string::npos) << w;
+  EXPECT_NE(w.find("`strict-memory` makes this an error (exit 4)"), std::string::npos) << w;
   // Every line of the box has the same width, the first and last are bars.
   std::istringstream in(w);
   std::string line, first, last;

@@ -69,7 +69,7 @@ int32_t samples_needed(int32_t percent) {
 
 MonteCarlo summarize_samples(std::vector<SampleOutcome> outcomes, int32_t samples, uint64_t seed, bool identical,
                              const ir::ProgramInfo& info, int32_t num_gpus) {
-  if (samples < 1) throw Error("--samples must be at least 1, got " + std::to_string(samples));
+  if (samples < 1) throw Error(SourceLocation{{}, 0, 0, "‹samples›"}, "must be at least 1, got " + std::to_string(samples));
   if (outcomes.empty() || (!identical && static_cast<int32_t>(outcomes.size()) != samples) ||
       (identical && outcomes.size() != 1)) {
     throw InternalError("internal: " + std::to_string(outcomes.size()) + " sample outcomes for " + std::to_string(samples) +

@@ -5,6 +5,7 @@
 #include "sim/report/formats/json_report.h"
 #include "sim/report/formats/terminal_report.h"
 #include "sim/report/observers/test_fixture.h"
+#include "sim/core/option_text.h"
 
 #include <nlohmann/json.hpp>
 
@@ -111,9 +112,10 @@ TEST(TerminalReport, ShowsTheHeadlineRows) {
 
 TEST(TerminalReport, FoldTipOnlyForLongRunsThatFoldToFewerRanks) {
   const std::string tip = fold_tip(9.1, 3072, 8, false);
-  EXPECT_EQ(tip, "--fold simulates 8 of 3072 ranks; with no variability identical ranks stay identical: the same result");
+  EXPECT_EQ(neutral_options(tip),
+            "`fold` simulates 8 of 3072 ranks; with no variability identical ranks stay identical: the same result");
   EXPECT_NE(fold_tip(9.1, 3072, 8, true).find("flow network sees only the simulated ranks' traffic"), std::string::npos);
-  EXPECT_EQ(fold_tip(9.1, 3072, 8, false, 57'076, 16'330'499),
+  EXPECT_EQ(spell_options(fold_tip(9.1, 3072, 8, false, 57'076, 16'330'499), cli_option),
             "--fold simulates 8 of 3072 ranks (about 57.076 k events, against this run's 16.330 M events); with no "
             "variability identical ranks stay identical: the same result");
   EXPECT_EQ(fold_tip(1.9, 3072, 8, false), "");  // short runs: no tip

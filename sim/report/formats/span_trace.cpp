@@ -78,12 +78,12 @@ trace::Trace parse_span_trace(std::string_view bytes, const std::string& file) {
   const QuietProtobuf quiet;
   if (!t.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
     in.fail({}, "neither JSON nor a span trace (trace.proto) that protobuf can parse",
-            "pass a file written by `lacuna simulate` or `lacuna execute` with --json or --spans");
+            "pass a file written by `lacuna simulate` or `lacuna execute` with ‹json› or ‹spans›");
   }
   if (t.format_version() != kSpanTraceFormatVersion) {
     in.fail("format_version",
             fmt::format("{}: this lacuna reads span traces of format {}", t.format_version(), kSpanTraceFormatVersion),
-            "write it again with --spans of this lacuna");
+            "write it again with ‹spans› of this lacuna");
   }
   if (t.origin() != trace::PREDICTION && t.origin() != trace::MEASUREMENT) {
     in.fail("origin", fmt::format("{} is neither PREDICTION nor MEASUREMENT", static_cast<int>(t.origin())));
@@ -128,7 +128,7 @@ DiffInput diff_input_from_trace(const trace::Trace& t, const std::string& file) 
   if (t.iterations() != 1) {
     throw Error(SourceLocation{file, 0, 0, "iterations"},
                 fmt::format("a trace of {} iterations: lacuna diff compares one iteration", t.iterations()),
-                "write the prediction with `lacuna simulate --spans` without --iterations (or --iterations 1)");
+                "write the prediction with `lacuna simulate` and ‹spans›, without ‹iterations› (or ‹iterations 1›)");
   }
   DiffInput out;
   out.file = file;

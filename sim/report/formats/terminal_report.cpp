@@ -266,7 +266,7 @@ std::string fold_tip(double wall_seconds, int32_t all_ranks, int32_t folded_rank
     events = fmt::format(" (about {}, against this run's {})", format_si(static_cast<double>(folded_events), "events"),
                          format_si(static_cast<double>(run_events), "events"));
   }
-  return fmt::format("--fold simulates {} of {} ranks{}; with no variability identical ranks stay identical{}",
+  return fmt::format("‹fold› simulates {} of {} ranks{}; with no variability identical ranks stay identical{}",
                      folded_ranks, all_ranks, events,
                      flow_network ? ", and the flow network sees only the simulated ranks' traffic "
                                     "(docs/network.md#folded-runs)"
