@@ -7,6 +7,7 @@
 #include "sim/compiler/custom_schedule.h"
 #include "sim/compiler/rank_layout.h"
 #include "sim/core/error.h"
+#include "sim/core/option_text.h"
 #include "sim/placement/compile.h"
 #include "sim/placement/hetero_plan.h"
 #include "sim/placement/megatron_encoder_pp.h"
@@ -48,9 +49,10 @@ schedule::ActionSchedule read_back(const scenario::LoadedScenario& scenario, std
   std::vector<std::string> names{""};
   for (int32_t m = 1; m < info.modules_size(); ++m) names.push_back(info.modules(m).name());
   // The LLM's stages as its pipeline lays them out (looped, or a V-shaped
-  // actions file's).
+  // actions file's), over the pipeline the placement compiled.
   schedule::PipelineShape shape;
   compiler::scenario_actions(llm_only(scenario), &shape);
+  shape.pp = std::max(1, static_cast<int32_t>(info.pp()));
   const EncoderStageOf encoder_stage = encoder_stages(scenario, program);
   std::vector<int32_t> first_rank(static_cast<size_t>(program.classes_size()), -1), count(first_rank.size(), 0);
   for (int32_t r = 0; r < program.ranks_size(); ++r) {
@@ -93,7 +95,7 @@ schedule::ActionSchedule schedule_actions(const scenario::LoadedScenario& scenar
                   scenario::PlacementKind_Name(kind) +
                       " is read back from its compiled program, whose transfers run on their own streams: there "
                       "are no blocking pipeline calls to write out",
-                  "leave out the p2p option; its compute passes are written as the classes run them");
+                  "leave out " + option_ref("with-p2p") + "; its compute passes are written as the classes run them");
     return read_back(scenario, lanes);
   }
   // The compiled program records the pipeline the placement chose (the
