@@ -12,6 +12,7 @@
 #include <string>
 #include <tuple>
 
+#include "sim/compiler/class_actions.h"
 #include "sim/compiler/compile.h"
 #include "sim/compiler/compiler_test_support.h"
 #include "sim/engine/simulator.h"
@@ -120,6 +121,40 @@ TEST_F(OverlappedPair, InterleavesThePairAtItsCollectivesAndHidesThem) {
   EXPECT_FALSE(interleaved(apart.program.classes(0), 3, 0));
   // Each TP all-reduce of one pass now runs under the other's kernels.
   EXPECT_LT(paired.iteration_ns, apart.iteration_ns);
+}
+
+// The compiled program read back (class_actions, V layout) is the file's
+// order: written apart, action for action (its I and W split kept); paired,
+// the same order once each pair's alternating pieces are joined, the
+// forward's first piece first.
+TEST_F(OverlappedPair, ProgramsReadBackAsTheOrderTheyWereGiven) {
+  const testing::Small s = dualpipe_model(2);
+  const schedule::ActionSchedule order = schedule::dualpipev_schedule(2, 8);
+  const schedule::PipelineShape shape{.pp = 2, .virtual_stages = 2, .microbatches = 8,
+                                      .layout = schedule::StageLayout::kV};
+  for (const bool paired : {false, true}) {
+    SCOPED_TRACE(paired ? "paired" : "apart");
+    const Compiled c = run(s, paired ? order : unpaired(order), paired ? "paired.txt" : "apart.txt");
+    for (const ir::RankBinding& b : c.program.ranks()) {
+      const int32_t r = b.coord().pp();
+      const StageOf stage = [&](int32_t, int32_t chunk) { return schedule::virtual_stage(shape, r, chunk); };
+      schedule::RankActions got = class_actions(c.program.classes(b.class_id()), stage, {""});
+      if (paired) {
+        // The pairs are cut into alternating pieces; join each pass's pieces
+        // at its first one.
+        EXPECT_TRUE(std::any_of(got.begin(), got.end(), [](const auto& a) { return a->kernels.has_value(); }));
+        schedule::RankActions joined;
+        for (auto& a : got) {
+          if (a->kernels && a->kernels->begin > 0) continue;
+          a->kernels.reset();
+          joined.push_back(a);
+        }
+        got = joined;
+      }
+      EXPECT_EQ(schedule::format_schedule({got}), schedule::format_schedule({unpaired(order)[static_cast<size_t>(r)]}))
+          << "pipeline rank " << r;
+    }
+  }
 }
 
 // Without collectives (TP 1) there is nowhere to switch: the pair is the two
