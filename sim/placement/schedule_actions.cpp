@@ -47,7 +47,17 @@ schedule::ActionSchedule read_back(const scenario::LoadedScenario& scenario, std
   const ir::Program program = compile(scenario);
   const ir::ProgramInfo& info = program.info();
   std::vector<std::string> names{""};
-  for (int32_t m = 1; m < info.modules_size(); ++m) names.push_back(info.modules(m).name());
+  for (int32_t m = 1; m < info.modules_size(); ++m) {
+    // The name prefixes the module's actions: it must read back as one.
+    try {
+      (void)schedule::parse_action(info.modules(m).name() + ":0F0", "");
+    } catch (const Error&) {
+      throw Error(scenario.locations.locate("model.encoders[" + std::to_string(m - 1) + "].transformer.name"),
+                  "the encoder's name \"" + info.modules(m).name() + "\" cannot prefix its actions",
+                  "name it with letters, digits, '_', '-' and '.' only");
+    }
+    names.push_back(info.modules(m).name());
+  }
   // The LLM's stages as its pipeline lays them out (looped, or a V-shaped
   // actions file's), over the pipeline the placement compiled.
   schedule::PipelineShape shape;

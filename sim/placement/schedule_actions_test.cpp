@@ -159,5 +159,20 @@ TEST(ScheduleActionsReadBack, OptimusCutsTileTheirPassesAndKeepTheLlmSchedule) {
   EXPECT_THROW(schedule_actions(sc, true), Error);
 }
 
+// A name that cannot prefix an action is refused at its field, before
+// anything is written.
+TEST(ScheduleActionsReadBack, AnEncoderNameThatCannotPrefixActionsIsRefused) {
+  testing::EncoderSpec enc;
+  auto sc = testing::make_mllm(Small{}, {enc});
+  sc.spec.mutable_model()->mutable_encoders(0)->mutable_transformer()->set_name("my vit");
+  try {
+    schedule_actions(sc);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.where().field, "model.encoders[0].transformer.name") << e.what();
+    EXPECT_NE(std::string(e.what()).find("\"my vit\" cannot prefix its actions"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace lacuna::placement
