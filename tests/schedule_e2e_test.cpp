@@ -252,6 +252,41 @@ TEST(ScheduleE2E, VShapedSchedulesCompileAndRun) {
   EXPECT_NE(lowered.find("2SEND_F0"), std::string::npos) << lowered;
 }
 
+// DualPipe, bidirectional (sim/schedule/dualpipe.h): generated for
+// gpt-1.3b-8gpu (pp 2, 8 microbatches) with two chunks, read by `check` as
+// the bidirectional layout, simulated folded and at full rank to the same
+// iteration.
+TEST(ScheduleE2E, BidirectionalDualPipeCompilesAndRuns) {
+  TempDir dir("dualpipe");
+  std::string text = with_schedule(source_path("scenarios/llm/gpt-1.3b-8gpu.pbtxt"), "kind: INTERLEAVED_1F1B");
+  const std::string v1 = "virtual_stages: 1";
+  ASSERT_NE(text.find(v1), std::string::npos);
+  text.replace(text.find(v1), v1.size(), "virtual_stages: 2");
+  const std::string software = "software: \"megatron-core-0.12\"";
+  ASSERT_NE(text.find(software), std::string::npos);
+  text.replace(text.find(software), software.size(), software + " pipeline_p2p: P2P_OVERLAPPED");
+  std::ofstream(dir / "interleaved.pbtxt") << text;
+  const auto g = run_lacuna("compile " + (dir / "interleaved.pbtxt") + " --dump-schedule " + (dir / "dp.txt") +
+                            " --generate dualpipe");
+  ASSERT_EQ(g.exit_code, 0) << g.output;
+  // Rank 1 starts with the second pipeline's first stage (microbatches 4 to 7).
+  EXPECT_NE(read_file(dir / "dp.txt").find("rank 1: 2F4 1F0 2F5 1B0"), std::string::npos) << read_file(dir / "dp.txt");
+  std::string custom = text;
+  custom.replace(custom.find("kind: INTERLEAVED_1F1B"), 22, "actions_file: \"dp.txt\"");
+  const std::string scenario = dir / "dp.pbtxt";
+  std::ofstream(scenario) << custom;
+  const auto c = run_lacuna("check " + scenario);
+  ASSERT_EQ(c.exit_code, 0) << c.output;
+  EXPECT_NE(c.output.find("4 virtual stages in the bidirectional layout (two pipelines), 8 microbatches"),
+            std::string::npos)
+      << c.output;
+  const int64_t folded = iteration_ns(dir, scenario, "fold");
+  EXPECT_GT(folded, 0);
+  const auto full = run_lacuna("simulate " + scenario + " --ideal --no-trace --no-svg --json " + (dir / "full.json"));
+  ASSERT_EQ(full.exit_code, 0) << full.output;
+  EXPECT_EQ(nlohmann::json::parse(read_file(dir / "full.json"))["iteration_time_ns"].get<int64_t>(), folded);
+}
+
 // Megatron-Core's microbatch group (parallel.microbatch_group_size_per_vp_stage):
 // four consecutive microbatches per chunk on a pp 2 × v 2 pipeline, so rank 0
 // warms up with (2 − 1)·2 + (2 − 1)·4 = 6 forwards, four of chunk 0 (stage 0)

@@ -3,6 +3,7 @@
 #include "sim/compiler/custom_schedule.h"
 #include "sim/compiler/rank_layout.h"
 #include "sim/compiler/segment_inputs.h"
+#include "sim/compiler/stage_plan.h"
 #include "sim/schedule/schedule.h"
 
 namespace lacuna::compiler {
@@ -18,9 +19,11 @@ ir::Program compile(const scenario::LoadedScenario& scenario, const CompileOptio
   base.pipeline.warmup_deferral = options.interleaved_warmup_deferral;
   const auto kind = spec.schedule().kind();  // validated: never UNSPECIFIED
   CustomSchedule order;
-  if (kind == scenario::CUSTOM)
+  if (kind == scenario::CUSTOM) {
     order = load_custom_schedule(scenario, base.pipeline);
-  else
+    // DualPipe's two pipelines each hold the whole model (stage_plan.h).
+    if (base.pipeline.layout == schedule::StageLayout::kBidirectional) base.stages = plan_mirrored_stages(scenario);
+  } else
     order.passes = schedule::build_schedule(kind, base.pipeline);
   const auto& actions = order.passes;
 
@@ -30,6 +33,7 @@ ir::Program compile(const scenario::LoadedScenario& scenario, const CompileOptio
   add_rank_layout(layout, static_cast<int32_t>(plan.gpus_per_node), program, par.distributed_optimizer());
   add_moe_layout(scenario, layout, program);
   add_fp8_layout(scenario, layout, program);
+  if (base.pipeline.layout == schedule::StageLayout::kBidirectional) add_mirror_layout(layout, program);
   add_stage_classes(scenario, base, actions, program, &order);
   fill_program_info(scenario, plan, base, kind, *program.mutable_info());
   return program;

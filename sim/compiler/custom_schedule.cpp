@@ -11,6 +11,7 @@
 #include "sim/compiler/segment_inputs.h"
 #include "sim/core/error.h"
 #include "sim/core/input_file.h"
+#include "sim/schedule/dualpipe.h"
 #include "sim/schedule/dualpipev.h"
 #include "sim/schedule/lower_p2p.h"
 #include "sim/schedule/validate_actions.h"
@@ -110,7 +111,7 @@ schedule::ActionSchedule check_actions_file(const scenario::LoadedScenario& scen
 }
 
 const std::vector<std::string>& schedule_generators() {
-  static const std::vector<std::string> names{"zb-v", "dualpipev"};
+  static const std::vector<std::string> names{"zb-v", "dualpipev", "dualpipe"};
   return names;
 }
 
@@ -121,7 +122,7 @@ schedule::ActionSchedule generate_schedule(const scenario::LoadedScenario& scena
   if (std::find(names.begin(), names.end(), name) == names.end())
     throw Error(SourceLocation{{}, 0, 0, option}, "no schedule generator \"" + name + "\"",
                 "use " + fmt::format("{}", fmt::join(names, " or ")));
-  const std::string title = name == "zb-v" ? "ZB-V" : "DualPipeV";
+  const std::string title = name == "zb-v" ? "ZB-V" : name == "dualpipe" ? "DualPipe" : "DualPipeV";
   if (scenario.spec.model().encoders_size() > 0)
     throw Error(scenario.locations.locate("model.encoders"),
                 "a generated schedule orders the LLM's pipeline; placements of encoders build their own",
@@ -129,7 +130,7 @@ schedule::ActionSchedule generate_schedule(const scenario::LoadedScenario& scena
   const schedule::PipelineShape shape = scenario_pipeline_shape(scenario);
   if (shape.virtual_stages != 2)
     throw Error(scenario.locations.locate("parallel.virtual_stages"),
-                title + " runs two model chunks per pipeline rank (the V), but virtual_stages is " +
+                title + " runs two model chunks per pipeline rank, but virtual_stages is " +
                     std::to_string(shape.virtual_stages),
                 "set parallel.virtual_stages: 2");
   if (name == "dualpipev") {
@@ -141,6 +142,21 @@ schedule::ActionSchedule generate_schedule(const scenario::LoadedScenario& scena
                   fmt::format("raise training.global_batch until global_batch / (micro_batch × dp) >= {}",
                               2 * shape.pp));
     return schedule::dualpipev_schedule(shape.pp, shape.microbatches);
+  }
+  if (name == "dualpipe") {
+    if (shape.pp < 2 || shape.pp % 2 != 0)
+      throw Error(scenario.locations.locate("parallel.pp"),
+                  fmt::format("DualPipe runs its two pipelines over an even number of pipeline ranks, but pp is {}",
+                              shape.pp),
+                  "set an even parallel.pp, or generate dualpipev");
+    if (shape.microbatches < 2 * shape.pp || shape.microbatches % 2 != 0)
+      throw Error(scenario.locations.locate("training.global_batch"),
+                  fmt::format("DualPipe needs an even number of at least 2·pp = {} microbatches per iteration, but "
+                              "global_batch / (micro_batch × dp) gives {}",
+                              2 * shape.pp, shape.microbatches),
+                  fmt::format("set training.global_batch so that global_batch / (micro_batch × dp) is even and >= {}",
+                              2 * shape.pp));
+    return schedule::dualpipe_schedule(shape.pp, shape.microbatches);
   }
   // runtime.py's activation estimate per layer (sail-sg/zero-bubble-pipeline-
   // parallelism, commit 39f2c186): F 34·h + 5·a·s, W −32·h, B −(F + W).

@@ -62,10 +62,11 @@ const std::vector<std::string>& schedule_generators();
 // per-layer estimate from the model's hidden size, attention heads and
 // sequence length; its pass costs the authors' fixed setting, or with `cost`
 // lacuna's own: the scenario compiled as it stands and mean_pass_times of it,
-// written to `times` when given) or "dualpipev"
-// (schedule::dualpipev_schedule). Throws for another name (the error names
-// `option`, the caller's flag or field), a scenario with encoders,
-// virtual_stages other than 2, or (DualPipeV) fewer than 2·pp microbatches.
+// written to `times` when given), "dualpipev" (schedule::dualpipev_schedule)
+// or "dualpipe" (schedule::dualpipe_schedule, bidirectional). Throws for
+// another name (the error names `option`, the caller's flag or field), a
+// scenario with encoders, virtual_stages other than 2, fewer than 2·pp
+// microbatches, or (DualPipe) an odd pp or microbatch count.
 schedule::ActionSchedule generate_schedule(const scenario::LoadedScenario& scenario, const std::string& name,
                                            const std::string& option, const cost::CostModel* cost = nullptr,
                                            PassTimes* times = nullptr);

@@ -377,4 +377,44 @@ void add_amax_layout(const RankLayout& layout, ir::Program& program, bool tp_onl
     program.mutable_ranks(r)->add_group(group_of_key[static_cast<size_t>(key(program.ranks(r).coord()))]);
 }
 
+void add_mirror_layout(const RankLayout& layout, ir::Program& program) {
+  const ParallelDims& d = layout.dims();
+  const int32_t world = d.world();
+  auto unbound = [&](int32_t from, int32_t to) {
+    for (int32_t r = 0; r < world; ++r)
+      for (int32_t slot = from; slot < to; ++slot) program.mutable_ranks(r)->add_group(-1);
+  };
+  if (program.group_slots_size() == kNumGroupSlots) {
+    add_moe_slots(program);
+    unbound(kNumGroupSlots, kNumMoeGroupSlots);
+  }
+  if (program.group_slots_size() == kSlotAmax) {
+    auto* s = program.add_group_slots();
+    s->set_name("amax");
+    s->set_kind(ir::AMAX_REDUCTION);
+    unbound(kSlotAmax, kNumAmaxGroupSlots);
+  }
+  if (program.group_slots_size() != kSlotPpMirror)
+    throw InternalError("add_mirror_layout: expected " + std::to_string(kSlotPpMirror) + " group slots, found " +
+                        std::to_string(program.group_slots_size()));
+  auto* s = program.add_group_slots();
+  s->set_name("pp_mirror");
+  s->set_kind(ir::PP_MIRROR);
+  // Each pair listed once, by its lower rank, in rank order.
+  std::vector<int32_t> group_of_rank(static_cast<size_t>(world), -1);
+  for (int32_t r = 0; r < world; ++r) {
+    ir::Coordinates c = layout.coordinates(r);
+    c.set_pp(d.pp - 1 - c.pp());
+    const int32_t mirror = layout.rank(c);
+    if (mirror == r || group_of_rank[static_cast<size_t>(r)] >= 0) continue;
+    const int32_t g = program.groups_size();
+    auto* group = program.add_groups();
+    group->set_kind(ir::PP_MIRROR);
+    group->add_ranks(std::min(r, mirror));
+    group->add_ranks(std::max(r, mirror));
+    group_of_rank[static_cast<size_t>(r)] = group_of_rank[static_cast<size_t>(mirror)] = g;
+  }
+  for (int32_t r = 0; r < world; ++r) program.mutable_ranks(r)->add_group(group_of_rank[static_cast<size_t>(r)]);
+}
+
 }  // namespace lacuna::compiler

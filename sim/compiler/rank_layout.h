@@ -34,7 +34,11 @@ enum GroupSlot : int32_t {
   // FP8 delayed-scaling programs only (docs/fp8.md#delayed-scaling-amax-reduction),
   // after the MoE slots (unbound in a dense program).
   kSlotAmax = 11,
-  kNumAmaxGroupSlots = 12
+  kNumAmaxGroupSlots = 12,
+  // Bidirectional (DualPipe) programs only, after the amax slot (unbound
+  // where the program has no amax groups).
+  kSlotPpMirror = 12,
+  kNumMirrorGroupSlots = 13
 };
 enum PeerSlot : int32_t { kSlotPpNext = 0, kSlotPpPrev = 1, kNumPeerSlots = 2 };
 
@@ -95,5 +99,12 @@ void add_expert_layout(const RankLayout& layout, const ExpertDims& e, ir::Progra
 // `tp_only`: the tp × cp ranks of each (stage, dp) instead
 // (TransformerConfig.tp_only_amax_red).
 void add_amax_layout(const RankLayout& layout, ir::Program& program, bool tp_only = false);
+
+// Appends the mirror slot (kSlotPpMirror) and its groups: DualPipe's
+// bidirectional layout holds every stage twice, on pipeline ranks r and
+// pp − 1 − r, which sum their copies' gradients; one two-rank group per pair
+// (same tp, cp, dp). The MoE and amax slots come first, unbound where the
+// program has none, so that every slot keeps its fixed index.
+void add_mirror_layout(const RankLayout& layout, ir::Program& program);
 
 }  // namespace lacuna::compiler

@@ -11,6 +11,21 @@ namespace lacuna::compiler {
 
 using schedule::Pass;
 
+namespace {
+
+// Whether the rank holds a stage where microbatches enter the pipeline
+// (`first`) or leave it.
+bool holds_pipeline_end(const StageInputs& in, bool first) {
+  for (int32_t c = 0; c < in.pipeline.virtual_stages; ++c) {
+    const int32_t vs = schedule::virtual_stage(in.pipeline, in.pp_rank, c);
+    if (first ? !schedule::has_previous_stage(in.pipeline, vs) : !schedule::has_next_stage(in.pipeline, vs))
+      return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 StageBuilder::StageBuilder(const StageInputs& in)
     : in_(in),
       e_(b_),
@@ -26,22 +41,27 @@ StageBuilder::StageBuilder(const StageInputs& in)
       // the same p2p call (docs/compiler.md#pipeline-p2p).
       scatter_gather_(in.execution.pipeline_scatter_gather() && !in.shape.sequence_parallel && in.shape.tp > 1),
       dp_ops_(in.dp_cp > 1),
-      // The ranks holding the first and the last stage (under the V layout
-      // rank 0 holds both).
-      first_pp_(schedule::rank_of_stage(in.pipeline, 0) == in.pp_rank),
-      last_pp_(schedule::rank_of_stage(in.pipeline, in.pipeline.pp * in.pipeline.virtual_stages - 1) == in.pp_rank),
+      // The ranks holding a first and a last stage (under the V layout
+      // rank 0 holds both; under the bidirectional one ranks 0 and pp − 1).
+      first_pp_(holds_pipeline_end(in, /*first=*/true)),
+      last_pp_(holds_pipeline_end(in, /*first=*/false)),
+      mirrored_(in.pipeline.layout == schedule::StageLayout::kBidirectional && in.pipeline.pp > 1),
       llm_(llm_module_work(in)) {
   modules_.push_back(&llm_);
   for (const ModuleWork& w : in.encoders) modules_.push_back(&w);
   segments_.resize(static_cast<size_t>(num_vs_));
   for (int32_t k = 0; k < num_vs_; ++k) segments_[k] = stage_segments(in, k);
   trained_by_module_.assign(modules_.size(), 0);
+  trained_by_chunk_.assign(static_cast<size_t>(chunks_), 0);
+  expert_by_chunk_.assign(static_cast<size_t>(chunks_), 0);
   for (int32_t c = 0; c < chunks_; ++c) {
     for (const Segment& seg : segments_[schedule::virtual_stage(in.pipeline, in.pp_rank, c)]) {
       const int64_t trained = segment_parameters(in, seg, true);
       parameters_ += segment_parameters(in, seg, false);
       expert_parameters_ += segment_expert_parameters(in, seg);
       trained_ += trained;
+      trained_by_chunk_[static_cast<size_t>(c)] += trained;
+      expert_by_chunk_[static_cast<size_t>(c)] += segment_expert_parameters(in, seg);
       trained_by_module_[static_cast<size_t>(seg.module)] += trained;
       if (seg.module == 0) {
         sp_norm_parameters_ +=
@@ -103,6 +123,7 @@ StageProgram StageBuilder::build() {
     emit_blocking_calls_after(i);
   }
   reduce_after_last_backward();
+  mirror_reductions();
   finalize_and_step();
 
   StageProgram out;
@@ -179,7 +200,7 @@ PassEmission StageBuilder::forward(int32_t i, schedule::Action a) {
     b_.wait(StreamId::kCompute, EventId::kDpToCompute, gathered_[a.chunk][fwd_buckets.size() - 1], ctx);
     stamp.apply(fwd_buckets.back().module);
   }
-  if (p2p_ && !blocking_ && vs > 0) {
+  if (p2p_ && !blocking_ && schedule::has_previous_stage(in_.pipeline, vs)) {
     const Hop h = hop(vs, vs - 1, true);
     if (h.remote) receive_into_compute(h.recv_stream, h.received, h.peer_slot, 0, tag(0, vs, a.microbatch), vs - 1, ctx);
   }
@@ -223,7 +244,7 @@ PassEmission StageBuilder::forward(int32_t i, schedule::Action a) {
     if (seg.post && seg.module == 0) after_loss(ctx);
     stamp.apply(seg.module);
   }
-  if (p2p_ && !blocking_ && vs < num_vs_ - 1) {
+  if (p2p_ && !blocking_ && schedule::has_next_stage(in_.pipeline, vs)) {
     const Hop h = hop(vs, vs + 1, true);
     if (h.remote) send_from_compute(h.send_stream, h.to_send, h.peer_slot, 0, tag(0, vs + 1, a.microbatch), vs, ctx);
   }
@@ -240,7 +261,7 @@ PassEmission StageBuilder::backward(int32_t i, schedule::Action a) {
   const Filter filter = a.pass == Pass::kBackward        ? Filter::kAll
                         : a.pass == Pass::kBackwardInput ? Filter::kInputOnly
                                                          : Filter::kWeightOnly;
-  if (p2p_ && !blocking_ && produces_grad && vs < num_vs_ - 1) {
+  if (p2p_ && !blocking_ && produces_grad && schedule::has_next_stage(in_.pipeline, vs)) {
     const Hop h = hop(vs, vs + 1, false);
     if (h.remote) receive_into_compute(h.recv_stream, h.received, h.peer_slot, 1, tag(1, vs, a.microbatch), vs, ctx);
   }
@@ -294,7 +315,7 @@ PassEmission StageBuilder::backward(int32_t i, schedule::Action a) {
     em().flush(ctx);
     stamp.apply(seg.module);
   }
-  if (p2p_ && !blocking_ && produces_grad && vs > 0) {
+  if (p2p_ && !blocking_ && produces_grad && schedule::has_previous_stage(in_.pipeline, vs)) {
     const Hop h = hop(vs, vs - 1, false);
     if (h.remote)
       send_from_compute(h.send_stream, h.to_send, h.peer_slot, 1, tag(1, vs - 1, a.microbatch), vs - 1, ctx);

@@ -84,6 +84,7 @@ class StageBuilder {
   void gather_parameters();
   void zero_grad_buffers();
   void reduce_after_last_backward();
+  void mirror_reductions();
   void broadcast_batch(const OpContext& ctx);
   void after_loss(const OpContext& ctx);
 
@@ -109,6 +110,7 @@ class StageBuilder {
   bool scatter_gather_ = false;
   bool dp_ops_ = false;      // dp × cp > 1
   bool first_pp_ = false, last_pp_ = false;
+  bool mirrored_ = false;    // the bidirectional layout: every stage twice (mirror_reductions)
   ModuleWork llm_;
   std::vector<const ModuleWork*> modules_;  // index = Op.module
   std::vector<std::vector<Segment>> segments_;  // per virtual stage
@@ -127,6 +129,7 @@ class StageBuilder {
   int64_t expert_parameters_ = 0;  // routed experts (reduced and sharded over expert DP)
   bool expert_dp_ops_ = false;     // MoE with expert DP > 1
   std::vector<int64_t> trained_by_module_;
+  std::vector<int64_t> trained_by_chunk_, expert_by_chunk_;  // trained and routed-expert parameters per chunk
   std::vector<std::vector<DpBucket>> buckets_;  // per chunk, gradient-ready order
   std::vector<std::vector<int64_t>> gathered_;  // per chunk and bucket: kDpToCompute after its gather
   int64_t dp_records_ = 0;  // kDpToCompute after the last DP collective

@@ -2,6 +2,9 @@
 // (stage_builder.h): parameter gathers and gradient reductions by bucket,
 // the NaN checks, the gradient buffer's zeroing, the batch broadcast over TP
 // and the loss reduction.
+#include <algorithm>
+#include <numeric>
+
 #include "sim/compiler/stage_builder.h"
 #include "sim/model/fp8.h"
 
@@ -131,6 +134,37 @@ void StageBuilder::reduce_after_last_backward() {
   const int64_t n = b_.record(StreamId::kCompute, EventId::kComputeToDp, dp_ctx_);
   b_.wait(StreamId::kDp, EventId::kComputeToDp, n, dp_ctx_);
   for (size_t k = 0; k < all.size(); ++k) bucket_reduction(chunk_of[k], *all[k]);
+}
+
+// DualPipe's bidirectional layout (docs/schedules.md#dualpipe): chunk 0 of
+// pipeline rank r holds model stage r, and chunk 1 of its mirror pp − 1 − r
+// holds the same layers, so every stage's gradient exists twice and the two
+// are summed before the optimizer step. The authors' example sums them after
+// the step with an all-gather over the pipeline group and a local add
+// (examples/example_dualpipe.py, "Check grads"); lacuna sums them with an
+// all-reduce between the pair, one per chunk, on the DP stream after the
+// data-parallel reduction (so, with the distributed optimizer, over the
+// rank's 1/(dp·cp) shard). Both ranks of a pair issue them in ascending
+// model stage, so their collectives match.
+void StageBuilder::mirror_reductions() {
+  if (!mirrored_) return;
+  const int64_t n = b_.record(StreamId::kCompute, EventId::kComputeToDp, dp_ctx_);
+  b_.wait(StreamId::kDp, EventId::kComputeToDp, n, dp_ctx_);
+  std::vector<int32_t> order(static_cast<size_t>(chunks_));
+  std::iota(order.begin(), order.end(), 0);
+  auto model_stage_of = [&](int32_t c) {
+    return schedule::model_stage(in_.pipeline, schedule::virtual_stage(in_.pipeline, in_.pp_rank, c));
+  };
+  std::stable_sort(order.begin(), order.end(), [&](int32_t x, int32_t y) { return model_stage_of(x) < model_stage_of(y); });
+  auto shard = [&](int64_t p, int64_t ways) {
+    return in_.distributed_optimizer && ways > 1 ? (p + ways - 1) / ways : p;
+  };
+  for (int32_t c : order) {
+    const int64_t expert = expert_by_chunk_[static_cast<size_t>(c)];
+    const int64_t dense = trained_by_chunk_[static_cast<size_t>(c)] - expert;
+    const int64_t params = shard(dense, in_.dp_cp) + shard(expert, std::max<int64_t>(in_.expert_dp, 1));
+    if (params > 0) dp_collective(ir::ALL_REDUCE, kSlotPpMirror, c, params * grad_bytes_, 0, dp_ctx_);
+  }
 }
 
 // Each microbatch's batch reaches the TP ranks (docs/compiler.md#data):

@@ -8,7 +8,7 @@ namespace lacuna::compiler {
 
 void StageBuilder::finalize_and_step() {
   const OpContext opt_ctx{ir::OPTIMIZER_STEP, 0, 0, -1};
-  if (dp_ops_) b_.wait(StreamId::kCompute, EventId::kDpToCompute, dp_records_, opt_ctx);
+  if (dp_ops_ || mirrored_) b_.wait(StreamId::kCompute, EventId::kDpToCompute, dp_records_, opt_ctx);
   // finalize_model_grads after the DP reduction: with SP the norms'
   // gradients all-reduced over TP (each rank saw its sequence shard); with
   // tied embeddings and pp > 1 the word embedding's gradient all-reduced

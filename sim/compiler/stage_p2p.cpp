@@ -63,7 +63,7 @@ StageBuilder::Hop StageBuilder::hop(int32_t vs, int32_t other, bool activation) 
   h.remote = schedule::rank_of_stage(in_.pipeline, other) != in_.pp_rank;
   // Looped layout: the next stage is always on pp_next. V layout: the second
   // chunk runs back towards rank 0, so its next stage is on pp_prev.
-  const bool returning = in_.pipeline.layout == schedule::StageLayout::kV && vs >= in_.pipeline.pp;
+  const bool returning = schedule::v_shaped(in_.pipeline) && vs >= in_.pipeline.pp;
   const bool toward_next = (other > vs) != returning;
   h.peer_slot = toward_next ? kSlotPpNext : kSlotPpPrev;
   // The looped layout's four streams (activations to pp_next, gradients to

@@ -18,4 +18,12 @@ struct LayerRange {
 // else an even split. Throws lacuna::Error when neither works.
 std::vector<LayerRange> plan_stages(const scenario::LoadedScenario& scenario);
 
+// DualPipe's bidirectional layout (schedule.h, StageLayout::kBidirectional):
+// one range per virtual stage (2·pp), each the even split of the model over
+// pp stages, virtual stage k holding model stage k mod pp (both pipelines
+// hold the whole model). Throws lacuna::Error, naming the field, for
+// layers_per_stage or an uneven first or last stage (written for 2·pp
+// stages of one pipeline), and for a layer count pp does not divide.
+std::vector<LayerRange> plan_mirrored_stages(const scenario::LoadedScenario& scenario);
+
 }  // namespace lacuna::compiler

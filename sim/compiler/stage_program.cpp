@@ -125,7 +125,10 @@ ModuleWork llm_module_work(const StageInputs& in) {
 std::vector<Segment> stage_segments(const StageInputs& in, int32_t virtual_stage) {
   if (!in.segments.empty()) return in.segments.at(static_cast<size_t>(virtual_stage));
   const LayerRange& r = in.stages[static_cast<size_t>(virtual_stage)];
-  return {Segment{0, r.first, r.count, virtual_stage == 0, virtual_stage == num_virtual_stages(in) - 1}};
+  // The embedding where a microbatch enters, the head where it leaves (the
+  // bidirectional layout's two pipelines each have both).
+  return {Segment{0, r.first, r.count, !schedule::has_previous_stage(in.pipeline, virtual_stage),
+                  !schedule::has_next_stage(in.pipeline, virtual_stage)}};
 }
 
 int64_t boundary_p2p_bytes(const StageInputs& in, int32_t virtual_stage) {

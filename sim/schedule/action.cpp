@@ -339,8 +339,14 @@ std::string format_grid(const ActionSchedule& s, int32_t first_step, int32_t las
 }
 
 std::string layout_rule(const PipelineShape& shape) {
-  return shape.layout == StageLayout::kV ? "the V layout: rank r holds stages r and 2·pp − 1 − r"
-                                         : "chunk c of rank r holds stage c·pp + r";
+  switch (shape.layout) {
+    case StageLayout::kV: return "the V layout: rank r holds stages r and 2·pp − 1 − r";
+    case StageLayout::kBidirectional:
+      return "the bidirectional layout: rank r holds stages r and 2·pp − 1 − r, microbatches 0 to m/2 − 1 run stages "
+             "0 to pp − 1 and the rest stages pp to 2·pp − 1";
+    case StageLayout::kLooped: break;
+  }
+  return "chunk c of rank r holds stage c·pp + r";
 }
 
 StageLayout infer_layout(const ActionSchedule& s, const PipelineShape& shape, const std::string& file) {
@@ -367,7 +373,18 @@ StageLayout infer_layout(const ActionSchedule& s, const PipelineShape& shape, co
         }
     }
   if (looped.misses == 0) return StageLayout::kLooped;
-  if (v_possible && v.misses == 0) return StageLayout::kV;
+  if (v_possible && v.misses == 0) {
+    // DualPipe's two pipelines place stages as the V does; they differ in
+    // where microbatches go: each half of them stays in one half of the
+    // stages (one pipeline), where the V runs every microbatch through all.
+    bool split = shape.microbatches % 2 == 0;
+    for (size_t r = 0; r < s.size() && split; ++r)
+      for (const auto& a : s[r])
+        if (a && a->module.empty() && has_microbatch(a->type) &&
+            (a->stage < shape.pp) != (a->microbatch < shape.microbatches / 2))
+          split = false;
+    return split ? StageLayout::kBidirectional : StageLayout::kV;
+  }
   const Fit& closest = v_possible && v.misses < looped.misses ? v : looped;
   const auto [r, step] = *closest.first;
   const ScheduleAction& a = *s[r][step];

@@ -124,12 +124,15 @@ std::string format_grid(const ActionSchedule& s, int32_t first_step = 0, int32_t
 
 // The layout the LLM actions of `s` follow (every action's stage on the rank
 // that layout gives it): looped (Megatron-LM's) when they fit it, else V when
-// the pipeline has two chunks and they fit that. Throws (naming the rank,
-// step and action, with the grid) when they fit neither.
+// the pipeline has two chunks and they fit that; V-placed actions whose
+// microbatches each stay in one half of the stages (the first half of the
+// microbatches in stages 0 to pp − 1) are DualPipe's bidirectional layout.
+// Throws (naming the rank, step and action, with the grid) when they fit
+// neither.
 StageLayout infer_layout(const ActionSchedule& s, const PipelineShape& shape, const std::string& file);
 
-// "chunk c of rank r holds stage c·pp + r", or the V layout's rule: for
-// messages.
+// "chunk c of rank r holds stage c·pp + r", or the V or bidirectional
+// layout's rule: for messages.
 std::string layout_rule(const PipelineShape& shape);
 
 // The compute passes of the builder's schedule (schedule.h) as actions, in

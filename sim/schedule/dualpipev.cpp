@@ -1,64 +1,13 @@
 #include "sim/schedule/dualpipev.h"
 
-#include <deque>
 #include <string>
 
 #include <fmt/format.h>
 
 #include "sim/core/error.h"
+#include "sim/schedule/dualpipe_rank_order.h"
 
 namespace lacuna::schedule {
-namespace {
-
-// One rank's order, built the way DualPipeV.step walks it: per phase (0: the
-// rank's first stage, 1: its second) the next microbatch to run forward and
-// backward, and the weight passes deferred by zero-bubble backwards.
-class RankOrder {
- public:
-  RankOrder(int32_t pp, int32_t rank) : stage_{rank, 2 * pp - 1 - rank} {}
-
-  void forward(int phase, bool overlaps_next = false) {
-    ScheduleAction a = pass(ActionType::kForward, phase, forwards_[phase]++);
-    a.overlaps_next = overlaps_next;
-    out_.push_back(std::move(a));
-  }
-  // `zero_bubble`: only the input gradient now; the weight pass is queued
-  // (the authors' WeightGradStore).
-  void backward(int phase, bool zero_bubble = false) {
-    const int32_t mb = backwards_[phase]++;
-    out_.push_back(pass(zero_bubble ? ActionType::kBackwardInput : ActionType::kBackward, phase, mb));
-    if (zero_bubble) deferred_.push_back({phase, mb});
-  }
-  // DualPipe's overlapped pair: a forward of one phase with a backward of the other.
-  void forward_backward(int forward_phase, int backward_phase) {
-    forward(forward_phase, /*overlaps_next=*/true);
-    backward(backward_phase);
-  }
-  // The oldest deferred weight pass (WeightGradStore.pop: first in, first out).
-  void weight() {
-    const auto [phase, mb] = deferred_.front();
-    deferred_.pop_front();
-    out_.push_back(pass(ActionType::kBackwardWeight, phase, mb));
-  }
-  bool drained() const { return deferred_.empty(); }
-  RankActions take() { return std::move(out_); }
-
- private:
-  ScheduleAction pass(ActionType type, int phase, int32_t microbatch) const {
-    ScheduleAction a;
-    a.type = type;
-    a.stage = stage_[phase];
-    a.microbatch = microbatch;
-    return a;
-  }
-
-  int32_t stage_[2];
-  int32_t forwards_[2] = {0, 0}, backwards_[2] = {0, 0};
-  std::deque<std::pair<int, int32_t>> deferred_;
-  RankActions out_;
-};
-
-}  // namespace
 
 ActionSchedule dualpipev_schedule(int32_t pp, int32_t microbatches) {
   if (pp < 1) throw Error(SourceLocation{}, fmt::format("DualPipeV needs pp >= 1, got {}", pp), "");
@@ -68,7 +17,7 @@ ActionSchedule dualpipev_schedule(int32_t pp, int32_t microbatches) {
                 "raise the microbatch count (the authors' runtime asserts the same)");
   ActionSchedule out;
   for (int32_t r = 0; r < pp; ++r) {
-    RankOrder o(pp, r);
+    dualpipe_detail::RankOrder o(r, 2 * pp - 1 - r);
     const bool last_rank = r == pp - 1;
     // 1: forwards of the first stage.
     for (int32_t i = 0; i < 2 * (pp - r - 1); ++i) o.forward(0);

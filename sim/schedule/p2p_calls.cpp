@@ -22,11 +22,11 @@ void add(std::vector<P2pCall>& calls, P2pCall call) {
 
 ActionComm action_comm(const PipelineShape& shape, int32_t rank, const Action& action) {
   const int32_t vs = virtual_stage(shape, rank, action.chunk);
-  const int32_t last = shape.pp * shape.virtual_stages - 1;
   // A neighbouring stage on this same rank (the V layout's turn) hands its
-  // tensor over in place: no transfer.
-  const bool prev_remote = vs > 0 && rank_of_stage(shape, vs - 1) != rank;
-  const bool next_remote = vs < last && rank_of_stage(shape, vs + 1) != rank;
+  // tensor over in place: no transfer. The bidirectional layout's stages pp − 1
+  // and pp are no neighbours: one pipeline ends, the other starts.
+  const bool prev_remote = has_previous_stage(shape, vs) && rank_of_stage(shape, vs - 1) != rank;
+  const bool next_remote = has_next_stage(shape, vs) && rank_of_stage(shape, vs + 1) != rank;
   switch (action.pass) {
     case Pass::kForward: return {prev_remote, next_remote};
     case Pass::kBackward:

@@ -36,6 +36,17 @@ enum class StageLayout : uint8_t {
   // holding stages r and 2·pp − 1 − r, so rank 0 holds the first and the
   // last stage and the forward turns back at rank pp − 1 without a transfer.
   kV,
+  // DeepSeek-V3's bidirectional DualPipe (DeepSeek-AI, "DeepSeek-V3
+  // Technical Report", arXiv 2412.19437, §3.2.1; deepseek-ai/DualPipe,
+  // dualpipe/dualpipe.py, commit 3da1bbea): two pipelines over the same pp
+  // ranks in opposite directions, each the whole model in pp stages. Rank r
+  // holds stage r of the first (virtual stage r) and stage pp − 1 − r of the
+  // second (virtual stage pp + that stage, so 2·pp − 1 − r: the V layout's
+  // numbering). The first half of the microbatches runs the first pipeline,
+  // the second half the second (the authors' step() scatters the batch into
+  // half_num_chunks at each end), and every stage's parameters exist twice,
+  // on rank r and on its mirror pp − 1 − r, whose gradients are summed.
+  kBidirectional,
 };
 
 struct PipelineShape {
@@ -61,22 +72,56 @@ struct PipelineShape {
   StageLayout layout = StageLayout::kLooped;
 };
 
+// The V and the bidirectional layout place stages alike: chunk 0 of rank r
+// holds stage r, chunk 1 stage 2·pp − 1 − r.
+inline bool v_shaped(const PipelineShape& s) {
+  return s.layout == StageLayout::kV || s.layout == StageLayout::kBidirectional;
+}
+
 // Virtual stage of (pipeline rank, chunk): under Megatron-LM's layout chunk c
-// of rank r holds virtual stage c·pp + r; under the V layout chunk 0 holds
-// stage r and chunk 1 stage 2·pp − 1 − r.
+// of rank r holds virtual stage c·pp + r; under the V (and bidirectional)
+// layout chunk 0 holds stage r and chunk 1 stage 2·pp − 1 − r.
 inline int32_t virtual_stage(const PipelineShape& s, int32_t rank, int32_t chunk) {
-  if (s.layout == StageLayout::kV) return chunk == 0 ? rank : 2 * s.pp - 1 - rank;
+  if (v_shaped(s)) return chunk == 0 ? rank : 2 * s.pp - 1 - rank;
   return chunk * s.pp + rank;
 }
 
 // The pipeline rank and the chunk that hold virtual stage `stage`.
 inline int32_t rank_of_stage(const PipelineShape& s, int32_t stage) {
-  if (s.layout == StageLayout::kV) return stage < s.pp ? stage : 2 * s.pp - 1 - stage;
+  if (v_shaped(s)) return stage < s.pp ? stage : 2 * s.pp - 1 - stage;
   return stage % s.pp;
 }
 inline int32_t chunk_of_stage(const PipelineShape& s, int32_t stage) {
-  if (s.layout == StageLayout::kV) return stage < s.pp ? 0 : 1;
+  if (v_shaped(s)) return stage < s.pp ? 0 : 1;
   return stage / s.pp;
+}
+
+// Whether a microbatch's activation reaches `stage` from stage − 1, and its
+// output goes on to stage + 1. Every layout chains its virtual stages in
+// order, except the bidirectional one: its second pipeline starts at stage
+// pp, and stage pp − 1 ends the first.
+inline bool has_previous_stage(const PipelineShape& s, int32_t stage) {
+  return stage > 0 && !(s.layout == StageLayout::kBidirectional && stage == s.pp);
+}
+inline bool has_next_stage(const PipelineShape& s, int32_t stage) {
+  return stage < s.pp * s.virtual_stages - 1 && !(s.layout == StageLayout::kBidirectional && stage == s.pp - 1);
+}
+
+// The model stage a virtual stage holds (which layers, the embedding on the
+// first, the head on the last): itself, or under the bidirectional layout
+// its place in its own pipeline (stage mod pp). And how many there are.
+inline int32_t model_stage(const PipelineShape& s, int32_t stage) {
+  return s.layout == StageLayout::kBidirectional ? stage % s.pp : stage;
+}
+inline int32_t model_stages(const PipelineShape& s) {
+  return s.layout == StageLayout::kBidirectional ? s.pp : s.pp * s.virtual_stages;
+}
+
+// Whether microbatch `mb` passes through `stage`: always, except under the
+// bidirectional layout, whose first pipeline runs microbatches
+// 0 .. microbatches/2 − 1 and whose second runs the rest.
+inline bool stage_runs(const PipelineShape& s, int32_t stage, int32_t mb) {
+  return s.layout != StageLayout::kBidirectional || ((stage < s.pp) == (mb < s.microbatches / 2));
 }
 
 // Warm-up forwards of pipeline rank `rank` under interleaved 1F1B: Megatron-LM's

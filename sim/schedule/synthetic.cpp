@@ -54,8 +54,9 @@ void validate_synthetic(const SyntheticPipeline& p) {
   if (!p.order.empty() && p.order.size() != static_cast<size_t>(p.shape.pp))
     throw Error(SourceLocation{}, fmt::format("the order lists {} ranks for pp = {}", p.order.size(), p.shape.pp),
                 "give one list per pipeline rank");
-  if (p.shape.layout == StageLayout::kV && p.shape.virtual_stages != 2)
-    throw Error(SourceLocation{}, fmt::format("the V layout holds two stages per rank, not {}", p.shape.virtual_stages),
+  if (v_shaped(p.shape) && p.shape.virtual_stages != 2)
+    throw Error(SourceLocation{}, fmt::format("the V and bidirectional layouts hold two stages per rank, not {}",
+                                             p.shape.virtual_stages),
                 "set virtual_stages to 2");
 }
 
@@ -74,7 +75,7 @@ class RankBuilder {
         {"compute", ir::COMPUTE},        {"pp_send_fwd", ir::PP_SEND},          {"pp_recv_fwd", ir::PP_RECV},
         {"pp_send_bwd", ir::PP_SEND},    {"pp_recv_bwd", ir::PP_RECV},          {"pp_send_fwd_prev", ir::PP_SEND},
         {"pp_recv_fwd_next", ir::PP_RECV}, {"pp_send_bwd_next", ir::PP_SEND}, {"pp_recv_bwd_prev", ir::PP_RECV}};
-    const bool v = s_.layout == StageLayout::kV;
+    const bool v = v_shaped(s_);
     for (int i = 0; i < (v ? kVStreams : kLoopedStreams); ++i) {
       ir::Stream* stream = cls_->add_streams();
       stream->set_name(kStreams[i].name);
@@ -87,26 +88,25 @@ class RankBuilder {
 
   void add(const Action& a) {
     const int32_t stage = virtual_stage(s_, rank_, a.chunk);
-    const int32_t last = s_.pp * s_.virtual_stages - 1;
     // Where a neighbouring stage lives: this rank (the V layout's turn: no
     // transfer, the compute stream's order carries the dependency), the next
     // rank or the previous one. Looped layouts always look "next" forward
     // and "previous" backward (the bindings wrap around).
     enum class Where { kHere, kNext, kPrev };
     auto where = [&](int32_t other) {
-      if (s_.layout != StageLayout::kV) return other > stage ? Where::kNext : Where::kPrev;
+      if (!v_shaped(s_)) return other > stage ? Where::kNext : Where::kPrev;
       const int32_t r = rank_of_stage(s_, other);
       return r == rank_ ? Where::kHere : r > rank_ ? Where::kNext : Where::kPrev;
     };
     switch (a.pass) {
       case Pass::kForward:
-        if (stage > 0) {
+        if (has_previous_stage(s_, stage)) {
           const Where from = where(stage - 1);
           if (from == Where::kPrev) receive(kRecvFwd, kFwdInArrived, kPrev, kActivations, a, stage);
           if (from == Where::kNext) receive(kRecvFwdFromNext, kFwdInFromNext, kNext, kActivations, a, stage);
         }
         compute(ir::FORWARD, times_.forward, a);
-        if (stage < last) {
+        if (has_next_stage(s_, stage)) {
           const Where to = where(stage + 1);
           if (to == Where::kNext) send(kSendFwd, kFwdOutReady, kNext, kActivations, a, stage + 1);
           if (to == Where::kPrev) send(kSendFwdToPrev, kFwdOutToPrev, kPrev, kActivations, a, stage + 1);
@@ -114,7 +114,7 @@ class RankBuilder {
         break;
       case Pass::kBackward:
       case Pass::kBackwardInput:
-        if (stage < last) {
+        if (has_next_stage(s_, stage)) {
           const Where from = where(stage + 1);
           if (from == Where::kNext) receive(kRecvBwd, kBwdInArrived, kNext, kGradients, a, stage);
           if (from == Where::kPrev) receive(kRecvBwdFromPrev, kBwdInFromPrev, kPrev, kGradients, a, stage);
@@ -123,7 +123,7 @@ class RankBuilder {
         // Unsplit backward: W runs right after B and the gradient leaves when
         // both are done (Megatron sends after backward_step returns).
         if (a.pass == Pass::kBackward) compute(ir::BACKWARD_WEIGHT, times_.backward_weight, a);
-        if (stage > 0) {
+        if (has_previous_stage(s_, stage)) {
           const Where to = where(stage - 1);
           if (to == Where::kPrev) send(kSendBwd, kBwdOutReady, kPrev, kGradients, a, stage - 1);
           if (to == Where::kNext) send(kSendBwdToNext, kBwdOutToNext, kNext, kGradients, a, stage - 1);

@@ -39,12 +39,15 @@ class Checker {
     for (const RankActions& r : s_)
       for (const auto& a : r)
         if (a && a->module.empty() && slot_of(a->type) >= 0) ++passes;
-    const int64_t needed = 2 * static_cast<int64_t>(stages_) * shape_.microbatches;
+    // A microbatch passes through every stage, or (bidirectional) through
+    // the pp stages of its own pipeline.
+    const int32_t visited = shape_.layout == StageLayout::kBidirectional ? shape_.pp : stages_;
+    const int64_t needed = 2 * static_cast<int64_t>(visited) * shape_.microbatches;
     if (passes < needed)
       throw Error(SourceLocation{file_, 0, 0, "schedule"},
                   fmt::format("the schedule lists {} passes, but {} stages × {} microbatches need at least {} (a "
                               "forward and a backward each)",
-                              passes, stages_, shape_.microbatches, needed),
+                              passes, visited, shape_.microbatches, needed),
                   "list every stage's forward and backward of every microbatch");
     where_.assign(static_cast<size_t>(stages_) * static_cast<size_t>(shape_.microbatches) * kSlots, {-1, -1});
     done_.assign(where_.size(), false);
@@ -87,6 +90,11 @@ class Checker {
                  fmt::format("{} names microbatch {}, but the iteration has {}", to_string(*a), a->microbatch,
                              shape_.microbatches),
                  fmt::format("number microbatches 0 to {}", shape_.microbatches - 1));
+        if (has_microbatch(a->type) && a->microbatch >= 0 && !stage_runs(shape_, a->stage, a->microbatch))
+          refuse(r, step,
+                 fmt::format("{} names microbatch {}, which the other pipeline runs ({})", to_string(*a),
+                             a->microbatch, layout_rule(shape_)),
+                 "move the action to a stage of its microbatch's pipeline");
         if (rank_of_stage(shape_, a->stage) != r)
           refuse(r, step,
                  fmt::format("{} names stage {}, which runs on rank {} ({})", to_string(*a), a->stage,
@@ -109,6 +117,7 @@ class Checker {
       const int32_t rank = rank_of_stage(shape_, st);
       const int32_t last_step = static_cast<int32_t>(s_[static_cast<size_t>(rank)].size()) - 1;
       for (int32_t mb = 0; mb < shape_.microbatches; ++mb) {
+        if (!stage_runs(shape_, st, mb)) continue;
         const At f = where_[index(st, mb, kF)], b = where_[index(st, mb, kB)], i = where_[index(st, mb, kI)],
                  w = where_[index(st, mb, kW)];
         auto missing = [&](const char* pass, const char* fix) {
@@ -139,12 +148,12 @@ class Checker {
     auto missing = [&](int32_t s, int slot) { return !done_[index(s, mb, slot)]; };
     switch (slot_of(a.type)) {
       case kF:
-        if (st > 0 && missing(st - 1, kF)) return {st - 1, mb, kF};
+        if (has_previous_stage(shape_, st) && missing(st - 1, kF)) return {st - 1, mb, kF};
         return {};
       case kB:
       case kI:
         if (missing(st, kF)) return {st, mb, kF};
-        if (st + 1 < stages_) {
+        if (has_next_stage(shape_, st)) {
           const int down = where_[index(st + 1, mb, kB)].rank >= 0 ? kB : kI;
           if (missing(st + 1, down)) return {st + 1, mb, down};
         }

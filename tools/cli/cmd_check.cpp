@@ -32,7 +32,10 @@ void check_schedule(const scenario::LoadedScenario& loaded, const std::string& f
   for (const auto& r : actions) n += r.size();
   fmt::print("# schedule {}: ok ({} pipeline ranks, {} virtual stages{}, {} microbatches, {} actions)\n",
              file.empty() ? compiler::actions_file_path(loaded) : file, shape.pp, shape.pp * shape.virtual_stages,
-             shape.layout == schedule::StageLayout::kV ? " in the V layout" : "", shape.microbatches, n);
+             shape.layout == schedule::StageLayout::kV               ? " in the V layout"
+             : shape.layout == schedule::StageLayout::kBidirectional ? " in the bidirectional layout (two pipelines)"
+                                                                     : "",
+             shape.microbatches, n);
 }
 
 int run_check(const CheckOptions& o) {

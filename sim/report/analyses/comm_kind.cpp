@@ -39,7 +39,9 @@ CommKind comm_kind(const ir::Program& program, const ir::Stream& stream, const i
         // update (tied embeddings between the first and last stage, the
         // gradient norm) count with DP: they are part of the gradient sync.
         case ir::EMBEDDING_GROUP:
-        case ir::MODEL_PARALLEL: return CommKind::kDp;
+        case ir::MODEL_PARALLEL:
+        // DualPipe's two copies of a stage summing their gradients.
+        case ir::PP_MIRROR: return CommKind::kDp;
         case ir::ENCODER_TP:
         case ir::ENCODER_CP:
         case ir::ENCODER_DP: return CommKind::kEncoder;

@@ -17,7 +17,7 @@ namespace lacuna::report {
 enum class CommKind : uint8_t { kNone, kTp, kCp, kPp, kDp, kBoundary, kEncoder, kEp };
 
 // Collectives: by the kind of their group slot (TP and EXPERT_TP as TP, CP, PP;
-// DP, DP_CP, EXPERT_DP, WORLD and AMAX_REDUCTION count as DP; EP* as EP; ENCODER_* as encoder; BOUNDARY_GROUP as boundary), falling back
+// DP, DP_CP, EXPERT_DP, WORLD, AMAX_REDUCTION and PP_MIRROR count as DP; EP* as EP; ENCODER_* as encoder; BOUNDARY_GROUP as boundary), falling back
 // to the stream kind when the slot has no kind.
 // Send/Recv: CP on a CP_COMM stream, TP on TP_COMM, DP on DP_COMM, boundary on
 // BOUNDARY, encoder on ENCODER_COMM, else PP.

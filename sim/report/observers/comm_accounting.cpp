@@ -10,13 +10,13 @@ namespace lacuna::report {
 
 namespace {
 
-constexpr int kOther = 19;
+constexpr int kOther = 20;
 constexpr int kSendRecv = 7;
 
 constexpr std::array<std::string_view, CommAccounting::kGroups> kGroupNames = {
     "tp",         "cp",         "dp",      "dp_cp",    "world",     "pp",             "encoder_tp",
     "encoder_cp", "encoder_dp", "encoder", "boundary", "embedding", "model_parallel", "ep",
-    "expert_tp",  "expert_dp",  "ep_intra_domain", "ep_inter_domain", "amax", "other"};
+    "expert_tp",  "expert_dp",  "ep_intra_domain", "ep_inter_domain", "amax", "pp_mirror", "other"};
 constexpr std::array<std::string_view, CommAccounting::kOps> kOpNames = {
     "collective", "all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "reduce", "send_recv"};
 
@@ -41,6 +41,7 @@ int group_ordinal(ir::GroupKind kind) {
     case ir::EP_INTRA_DOMAIN: return 16;
     case ir::EP_INTER_DOMAIN: return 17;
     case ir::AMAX_REDUCTION: return 18;
+    case ir::PP_MIRROR: return 19;
     default: return -1;
   }
 }

@@ -91,7 +91,7 @@ class CommAccounting : public engine::Observer {
   CommSummary summary() const;
 
   // Row slots: group ordinal × op ordinal (exposed for the names).
-  static constexpr int kGroups = 20;  // the group names above plus "other"
+  static constexpr int kGroups = 21;  // the group names above plus "other"
   static constexpr int kOps = 8;      // unspecified, six collective kinds, send_recv
   static std::string_view group_name(int group);
   static std::string_view op_name(int op);

@@ -31,6 +31,7 @@ std::string group_key(ir::GroupKind kind) {
     case ir::EP_INTRA_DOMAIN: return "ep_intra_domain";
     case ir::EP_INTER_DOMAIN: return "ep_inter_domain";
     case ir::AMAX_REDUCTION: return "amax";
+    case ir::PP_MIRROR: return "pp_mirror";
     default: return "other";
   }
 }
