@@ -252,6 +252,23 @@ TEST(ScheduleE2E, VShapedSchedulesCompileAndRun) {
   EXPECT_NE(lowered.find("2SEND_F0"), std::string::npos) << lowered;
 }
 
+// The DP pass (sim/schedule/lower_dp.h): gpt-1.3b-8gpu's 1F1B written with
+// its gathers and reductions (at the end: the scenario does not overlap its
+// gradient reduction) and its blocking calls, runs as the built-in schedule
+// does.
+TEST(ScheduleE2E, DataParallelActionsRoundTrip) {
+  TempDir dir("dp-actions");
+  const std::string builtin = source_path("scenarios/llm/gpt-1.3b-8gpu.pbtxt");
+  const auto d = run_lacuna("compile " + builtin + " --dump-schedule " + (dir / "dp.txt") + " --with-dp --with-p2p");
+  ASSERT_EQ(d.exit_code, 0) << d.output;
+  const std::string text = read_file(dir / "dp.txt");
+  EXPECT_NE(text.find("rank 0: 0UNSHARD 0F0 0SEND_F0"), std::string::npos) << text;
+  EXPECT_NE(text.find("0B7 0REDUCE_GRAD\n"), std::string::npos) << text;
+  const std::string custom = dir / "custom.pbtxt";
+  std::ofstream(custom) << with_schedule(builtin, "actions_file: \"dp.txt\"");
+  EXPECT_EQ(iteration_ns(dir, custom, "custom"), iteration_ns(dir, builtin, "builtin"));
+}
+
 // DualPipe, bidirectional (sim/schedule/dualpipe.h): generated for
 // gpt-1.3b-8gpu (pp 2, 8 microbatches) with two chunks, read by `check` as
 // the bidirectional layout, simulated folded and at full rank to the same

@@ -2,9 +2,13 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <string>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 #include "sim/compiler/compile.h"
 #include "sim/cost/cost_model.h"
@@ -231,5 +235,38 @@ inline int64_t make_encoder_work_free(ir::Program& p) {
       }
   return ops;
 }
+
+// Schedule files of one test, in a temporary folder named after it and
+// removed with the object.
+class ScheduleFiles {
+ public:
+  ScheduleFiles()
+      : dir_(std::filesystem::temp_directory_path() /
+             ("lacuna-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + "-" +
+              ::testing::UnitTest::GetInstance()->current_test_info()->test_suite_name() + "-" +
+              ::testing::UnitTest::GetInstance()->current_test_info()->name())) {
+    std::filesystem::create_directories(dir_);
+  }
+  ~ScheduleFiles() {
+    std::error_code ignored;
+    std::filesystem::remove_all(dir_, ignored);
+  }
+  ScheduleFiles(const ScheduleFiles&) = delete;
+  ScheduleFiles& operator=(const ScheduleFiles&) = delete;
+
+  // `text` written as `name`, and the scenario `s` running it as its CUSTOM
+  // schedule (schedule.actions_file).
+  scenario::LoadedScenario scenario(const Small& s, const std::string& text, const std::string& name) const {
+    std::ofstream(dir_ / name) << text;
+    scenario::LoadedScenario ls = make_scenario(s);
+    ls.path = (dir_ / "test.pbtxt").string();
+    ls.spec.mutable_schedule()->set_kind(scenario::CUSTOM);
+    ls.spec.mutable_schedule()->set_actions_file(name);
+    return ls;
+  }
+
+ private:
+  std::filesystem::path dir_;
+};
 
 }  // namespace lacuna::compiler::testing

@@ -38,7 +38,7 @@ namespace {
 // Reads, parses and checks the file; `shape` gets the stage layout its
 // actions follow (looped or V).
 schedule::ActionSchedule read_actions(const std::string& path, schedule::PipelineShape& shape,
-                                      const SourceLocation& named_by) {
+                                      const schedule::DpSettings& dp, const SourceLocation& named_by) {
   std::string text;
   try {
     text = read_input_file(path, kActionsInput);
@@ -54,21 +54,38 @@ schedule::ActionSchedule read_actions(const std::string& path, schedule::Pipelin
   schedule::to_schedule(actions, shape, path);  // what the builder's form cannot hold
   if (schedule::has_p2p_actions(actions))        // written-out transfers, each where it belongs
     for (int32_t r = 0; r < shape.pp; ++r) schedule::p2p_calls_of(actions, r, shape, path);
+  if (schedule::has_dp_actions(actions))  // and the data-parallel actions
+    for (int32_t r = 0; r < shape.pp; ++r) schedule::dp_points_of(actions, r, shape, dp, path);
   return actions;
 }
 
 }  // namespace
 
+schedule::DpSettings scenario_dp_settings(const scenario::LoadedScenario& scenario) {
+  const auto& par = scenario.spec.parallel();
+  const PipelinePlan plan = pipeline_plan(scenario);
+  schedule::DpSettings s;
+  s.reduce = static_cast<int64_t>(plan.dims.dp) * plan.dims.cp > 1;
+  s.unshard = s.reduce && par.distributed_optimizer();
+  s.overlap_reduce = par.overlap_grad_reduce();
+  return s;
+}
+
 CustomSchedule load_custom_schedule(const scenario::LoadedScenario& scenario, schedule::PipelineShape& shape) {
   const std::string path = actions_file_path(scenario);
+  const schedule::DpSettings dp = scenario_dp_settings(scenario);
   const schedule::ActionSchedule actions =
-      read_actions(path, shape, scenario.locations.locate("schedule.actions_file"));
+      read_actions(path, shape, dp, scenario.locations.locate("schedule.actions_file"));
   CustomSchedule out;
   out.passes = schedule::to_schedule(actions, shape, path);
   out.overlapped_pairs = schedule::overlapped_pairs(actions);
   if (schedule::has_p2p_actions(actions)) {
     out.p2p_calls.emplace();
     for (int32_t r = 0; r < shape.pp; ++r) out.p2p_calls->push_back(schedule::p2p_calls_of(actions, r, shape, path));
+  }
+  if (schedule::has_dp_actions(actions)) {
+    out.dp_points.emplace();
+    for (int32_t r = 0; r < shape.pp; ++r) out.dp_points->push_back(schedule::dp_points_of(actions, r, shape, dp, path));
   }
   return out;
 }
@@ -96,7 +113,8 @@ schedule::ActionSchedule scenario_actions(const scenario::LoadedScenario& scenar
   const auto kind = scenario.spec.schedule().kind();
   schedule::ActionSchedule actions =
       kind == scenario::CUSTOM
-          ? read_actions(actions_file_path(scenario), shape, scenario.locations.locate("schedule.actions_file"))
+          ? read_actions(actions_file_path(scenario), shape, scenario_dp_settings(scenario),
+                         scenario.locations.locate("schedule.actions_file"))
           : schedule::to_actions(schedule::build_schedule(kind, shape), shape);
   if (shape_out != nullptr) *shape_out = shape;
   return actions;
@@ -105,7 +123,8 @@ schedule::ActionSchedule scenario_actions(const scenario::LoadedScenario& scenar
 schedule::ActionSchedule check_actions_file(const scenario::LoadedScenario& scenario, const std::string& path,
                                             const std::string& option, schedule::PipelineShape* shape_out) {
   schedule::PipelineShape shape = scenario_pipeline_shape(scenario);
-  schedule::ActionSchedule actions = read_actions(path, shape, SourceLocation{path, 0, 0, option});
+  schedule::ActionSchedule actions =
+      read_actions(path, shape, scenario_dp_settings(scenario), SourceLocation{path, 0, 0, option});
   if (shape_out != nullptr) *shape_out = shape;
   return actions;
 }

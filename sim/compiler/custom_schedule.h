@@ -11,6 +11,7 @@
 #include "sim/cost/cost_model.h"
 #include "sim/scenario/scenario.h"
 #include "sim/schedule/action.h"
+#include "sim/schedule/lower_dp.h"
 #include "sim/schedule/p2p_calls.h"
 
 namespace lacuna::compiler {
@@ -32,7 +33,16 @@ struct CustomSchedule {
   // Per rank, the passes whose forward runs overlapped with the next pass
   // (schedule::overlapped_pairs: DualPipe's F&B).
   std::vector<std::vector<int32_t>> overlapped_pairs;
+  // When the file places the data-parallel actions (UNSHARD, REDUCE_GRAD):
+  // each rank's points (schedule::dp_points_of); else absent, and the stage
+  // compiler places them as the DP pass does.
+  std::optional<std::vector<schedule::DpPoints>> dp_points;
 };
+
+// What the scenario's data parallelism does, for the DP pass
+// (schedule::DpSettings): reduce with dp × cp > 1, gather with the
+// distributed optimizer too, overlap with overlap_grad_reduce.
+schedule::DpSettings scenario_dp_settings(const scenario::LoadedScenario& scenario);
 // `shape` gets the stage layout the file's actions follow (looped, or V).
 CustomSchedule load_custom_schedule(const scenario::LoadedScenario& scenario, schedule::PipelineShape& shape);
 

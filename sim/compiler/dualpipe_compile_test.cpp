@@ -7,8 +7,6 @@
 // (one copy, stages of L/(2·pp) layers).
 #include <gtest/gtest.h>
 
-#include <filesystem>
-#include <fstream>
 #include <map>
 #include <string>
 #include <vector>
@@ -27,25 +25,12 @@ namespace {
 
 class DualPipeCompile : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("lacuna-dualpipe-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::create_directories(dir_);
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-
   scenario::LoadedScenario with_actions(const testing::Small& s, const schedule::ActionSchedule& actions,
                                         const std::string& name) {
-    std::ofstream(dir_ / name) << schedule::format_schedule(actions);
-    scenario::LoadedScenario ls = testing::make_scenario(s);
-    ls.path = (dir_ / "test.pbtxt").string();
-    ls.spec.mutable_schedule()->set_kind(scenario::CUSTOM);
-    ls.spec.mutable_schedule()->set_actions_file(name);
-    return ls;
+    return files_.scenario(s, schedule::format_schedule(actions), name);
   }
 
-  std::filesystem::path dir_;
+  testing::ScheduleFiles files_;
 };
 
 // pp 4, 8 layers, 8 microbatches (global batch 16 / (micro-batch 1 × dp 2)).

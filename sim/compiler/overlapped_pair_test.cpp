@@ -6,8 +6,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <filesystem>
-#include <fstream>
 #include <set>
 #include <string>
 #include <tuple>
@@ -29,23 +27,10 @@ struct Compiled {
 
 class OverlappedPair : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("lacuna-overlapped-pair-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::create_directories(dir_);
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-
   // Compiles `actions` as the scenario's schedule file and simulates it.
   Compiled run(const testing::Small& s, const schedule::ActionSchedule& actions, const std::string& name) {
-    std::ofstream(dir_ / name) << schedule::format_schedule(actions);
-    scenario::LoadedScenario ls = testing::make_scenario(s);
-    ls.path = (dir_ / "test.pbtxt").string();
-    ls.spec.mutable_schedule()->set_kind(scenario::CUSTOM);
-    ls.spec.mutable_schedule()->set_actions_file(name);
     Compiled out;
-    out.program = compile(ls);
+    out.program = compile(files_.scenario(s, schedule::format_schedule(actions), name));
     const testing::TrivialCost cost;
     engine::Simulator sim(out.program, cost);
     out.iteration_ns = sim.run().end_time.count();
@@ -59,7 +44,7 @@ class OverlappedPair : public ::testing::Test {
     return s;
   }
 
-  std::filesystem::path dir_;
+  testing::ScheduleFiles files_;
 };
 
 testing::Small dualpipe_model(int64_t tp) {

@@ -91,11 +91,21 @@ StageBuilder::StageBuilder(const StageInputs& in)
     if (a.pass == Pass::kForward && first_forward_[a.chunk] < 0) first_forward_[a.chunk] = i;
     if (a.pass == Pass::kBackward || a.pass == Pass::kBackwardWeight) last_backward_[a.chunk] = i;
   }
-  // Gradient reductions go out in the order chunks finish their backward.
+  // Gradient reductions go out in the order chunks finish their backward,
+  // each from its last backward, and gathers in chunk order: the DP pass's
+  // placement (schedule/lower_dp.h), unless a schedule file moves them.
   reduce_order_.resize(static_cast<size_t>(chunks_));
   std::iota(reduce_order_.begin(), reduce_order_.end(), 0);
   std::stable_sort(reduce_order_.begin(), reduce_order_.end(),
                    [&](int32_t x, int32_t y) { return last_backward_[x] < last_backward_[y]; });
+  reduce_after_ = last_backward_;
+  gather_order_.resize(static_cast<size_t>(chunks_));
+  std::iota(gather_order_.begin(), gather_order_.end(), 0);
+  if (in.dp_points) {
+    reduce_after_ = in.dp_points->reduce_after;
+    reduce_order_ = in.dp_points->reduce_order;
+    if (!in.dp_points->gather_order.empty()) gather_order_ = in.dp_points->gather_order;
+  }
 
   // Gradients are reduced in fp32 (Megatron's main_grad buffer, 4 B/param)
   // unless the execution reduces them in the training precision (fp16's
@@ -116,11 +126,14 @@ StageProgram StageBuilder::build() {
   for (int32_t i = 0; i < static_cast<int32_t>(in_.actions.size()); ++i) {
     // A pair leaves no blocking call between its passes (overlapped_pair
     // checks), so the calls after its backward are all there is to emit.
-    if (std::binary_search(pairs.begin(), pairs.end(), i) && overlapped_pair(i))
+    if (std::binary_search(pairs.begin(), pairs.end(), i) && overlapped_pair(i)) {
+      reduce_after_pass(i);
       ++i;
-    else
+    } else {
       run_pass(i);
+    }
     emit_blocking_calls_after(i);
+    reduce_after_pass(i);
   }
   reduce_after_last_backward();
   mirror_reductions();
@@ -268,7 +281,8 @@ PassEmission StageBuilder::backward(int32_t i, schedule::Action a) {
   // The chunk's last weight-gradient pass hands each bucket but the last
   // to the DP stream as soon as its layers' kernels are out (Megatron's
   // overlap_grad_reduce); the last bucket goes after the pass, as below.
-  const bool reduces = dp_ops_ && in_.overlap_grad_reduce && i == last_backward_[a.chunk];
+  const bool reduces =
+      dp_ops_ && in_.overlap_grad_reduce && i == last_backward_[a.chunk] && reduce_after_[a.chunk] == i;
   const auto& bwd_buckets = buckets_[a.chunk];
   size_t reduced = 0;
   for (int32_t si = num_segs - 1; si >= 0; --si) {

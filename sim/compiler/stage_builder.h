@@ -84,6 +84,7 @@ class StageBuilder {
   void gather_parameters();
   void zero_grad_buffers();
   void reduce_after_last_backward();
+  void reduce_after_pass(int32_t i);
   void mirror_reductions();
   void broadcast_batch(const OpContext& ctx);
   void after_loss(const OpContext& ctx);
@@ -120,7 +121,11 @@ class StageBuilder {
   std::vector<int32_t> boundary_module_;
   std::vector<std::vector<schedule::P2pCall>> calls_after_;  // [after + 1]
   std::vector<int32_t> first_forward_, last_backward_;  // per chunk: action index
-  std::vector<int32_t> reduce_order_;  // chunks in the order their backward finishes
+  std::vector<int32_t> reduce_order_;  // chunks in the order their backward finishes (or REDUCE_GRAD order)
+  // Per chunk, the pass after which its gradients go to DP (its last
+  // backward, or where a schedule file's REDUCE_GRAD puts it); the chunks
+  // in the order their parameters are gathered.
+  std::vector<int32_t> reduce_after_, gather_order_;
   int64_t grad_bytes_ = 0;             // per parameter, as reduced
   // Parameters this rank holds and trains, the trained ones per module
   // (index = Op.module), and with SP the norm weights whose gradients are

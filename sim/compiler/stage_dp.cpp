@@ -83,7 +83,7 @@ void StageBuilder::hand_off(const std::vector<const DpBucket*>& group, int32_t c
 void StageBuilder::gather_parameters() {
   gathered_.resize(static_cast<size_t>(chunks_));
   if (!dp_ops_ || !in_.distributed_optimizer) return;
-  for (int32_t c = 0; c < chunks_; ++c) {
+  for (int32_t c : gather_order_) {
     gathered_[c].resize(buckets_[c].size());
     for (size_t k = buckets_[c].size(); k-- > 0;) {
       // --fp8-param-gather: the FP8 GEMMs' weights travel as 1 byte (docs/fp8.md#weights).
@@ -116,6 +116,19 @@ void StageBuilder::zero_grad_buffers() {
     ModuleStamp stamp(b_);
     em().kernel(model::grad_zero(trained_by_module_[mod], grad_bytes_), zero_ctx);
     stamp.apply(static_cast<int32_t>(mod));
+  }
+}
+
+// A schedule file's REDUCE_GRAD after a later pass than the chunk's last
+// backward (with overlap_grad_reduce): every bucket of the chunk goes to the
+// DP stream at once, after pass `i`.
+void StageBuilder::reduce_after_pass(int32_t i) {
+  if (!dp_ops_ || !in_.overlap_grad_reduce) return;
+  for (int32_t c : reduce_order_) {
+    if (reduce_after_[c] != i || last_backward_[c] == i) continue;
+    std::vector<const DpBucket*> all;
+    for (const DpBucket& bucket : buckets_[c]) all.push_back(&bucket);
+    hand_off(all, c);
   }
 }
 

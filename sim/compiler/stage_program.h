@@ -11,6 +11,7 @@
 #include "sim/model/layer.h"
 #include "sim/model/layer_shape.h"
 #include "sim/proto/program.pb.h"
+#include "sim/schedule/lower_dp.h"
 #include "sim/schedule/p2p_calls.h"
 #include "sim/schedule/schedule.h"
 
@@ -108,6 +109,10 @@ struct StageInputs {
   // '&'), ascending. The builder interleaves the pair's kernels
   // (StageBuilder::overlapped_pair).
   std::vector<int32_t> overlapped_pairs;
+  // This rank's data-parallel points as a schedule file places them
+  // (schedule::dp_points_of); absent: the DP pass's placement (each chunk
+  // reduced from its last backward, gathers in chunk order).
+  std::optional<schedule::DpPoints> dp_points;
   scenario::Precision precision = scenario::BF16;
   // MoE: the expert data-parallel group size (docs/moe.md#groups).
   int64_t expert_dp = 1;

@@ -12,6 +12,7 @@
 #include "sim/placement/hetero_plan.h"
 #include "sim/placement/megatron_encoder_pp.h"
 #include "sim/placement/modules.h"
+#include "sim/schedule/lower_dp.h"
 #include "sim/schedule/lower_p2p.h"
 
 namespace lacuna::placement {
@@ -90,22 +91,31 @@ schedule::ActionSchedule read_back(const scenario::LoadedScenario& scenario, std
 }  // namespace
 
 schedule::ActionSchedule schedule_actions(const scenario::LoadedScenario& scenario, bool with_p2p,
-                                          std::vector<std::string>* lanes) {
+                                          std::vector<std::string>* lanes, bool with_dp) {
   const auto& spec = scenario.spec;
+  auto lowered = [&](schedule::ActionSchedule actions, scenario::ScheduleKind rule,
+                     const schedule::PipelineShape& shape) {
+    if (with_p2p && !schedule::has_p2p_actions(actions)) actions = schedule::lower_p2p(actions, rule, shape);
+    if (with_dp && !schedule::has_dp_actions(actions))
+      actions = schedule::add_dp_actions(actions, shape, compiler::scenario_dp_settings(scenario));
+    return actions;
+  };
   if (spec.model().encoders_size() == 0) {
     schedule::PipelineShape shape;
     schedule::ActionSchedule actions = compiler::scenario_actions(scenario, &shape);
-    if (!with_p2p || schedule::has_p2p_actions(actions)) return actions;
-    return schedule::lower_p2p(actions, spec.schedule().kind(), shape);
+    return lowered(std::move(actions), spec.schedule().kind(), shape);
   }
   const auto kind = spec.placement().kind();
   if (kind == scenario::OPTIMUS || kind == scenario::HETEROGENEOUS || kind == scenario::MEGATRON_ENCODER_PP) {
-    if (with_p2p)
+    if (with_p2p || with_dp)
       throw Error(scenario.locations.locate("placement.kind"),
-                  scenario::PlacementKind_Name(kind) +
-                      " is read back from its compiled program, whose transfers run on their own streams: there "
-                      "are no blocking pipeline calls to write out",
-                  "leave out " + option_ref("with-p2p") + "; its compute passes are written as the classes run them");
+                  scenario::PlacementKind_Name(kind) + " is read back from its compiled program, whose " +
+                      (with_p2p ? "transfers run on their own streams: there are no blocking pipeline calls"
+                                : "data-parallel work is the placement's, per module: there is no pipeline's DP "
+                                  "pass") +
+                      " to write out",
+                  "leave out " + option_ref(with_p2p ? "with-p2p" : "with-dp") +
+                      "; its compute passes are written as the classes run them");
     return read_back(scenario, lanes);
   }
   // The compiled program records the pipeline the placement chose (the
@@ -119,7 +129,7 @@ schedule::ActionSchedule schedule_actions(const scenario::LoadedScenario& scenar
   if (shape.virtual_stages > 1)
     shape.microbatch_group = static_cast<int32_t>(spec.parallel().microbatch_group_size_per_vp_stage());
   schedule::ActionSchedule actions = schedule::to_actions(schedule::build_schedule(info.schedule(), shape), shape);
-  return with_p2p ? schedule::lower_p2p(actions, info.schedule(), shape) : actions;
+  return lowered(std::move(actions), info.schedule(), shape);
 }
 
 }  // namespace lacuna::placement

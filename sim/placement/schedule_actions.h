@@ -25,8 +25,10 @@ namespace lacuna::placement {
 // `with_p2p`: the pipeline's blocking sends and receives written out
 // (schedule::lower_p2p; a CUSTOM file that writes them out, as written); a
 // read-back program has its transfers on other streams, and `with_p2p` is
-// refused for it.
+// refused for it. `with_dp`: the data-parallel actions (UNSHARD,
+// REDUCE_GRAD) too, as schedule::add_dp_actions places them (a CUSTOM file
+// that places them, as placed); refused for read-back programs likewise.
 schedule::ActionSchedule schedule_actions(const scenario::LoadedScenario& scenario, bool with_p2p = false,
-                                          std::vector<std::string>* lanes = nullptr);
+                                          std::vector<std::string>* lanes = nullptr, bool with_dp = false);
 
 }  // namespace lacuna::placement

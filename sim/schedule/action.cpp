@@ -338,6 +338,15 @@ std::string format_grid(const ActionSchedule& s, int32_t first_step, int32_t las
   return out;
 }
 
+void refuse_at(const ActionSchedule& s, int32_t rank, size_t step, const std::string& file, const std::string& what,
+               const std::string& fix) {
+  const int32_t st = static_cast<int32_t>(step);
+  throw Error(SourceLocation{file, 0, 0, "schedule"},
+              fmt::format("rank {}, step {}: {}\n{}", rank, step, what,
+                          format_grid(s, st - 3, st + 3, std::make_pair(rank, st))),
+              fix);
+}
+
 std::string layout_rule(const PipelineShape& shape) {
   switch (shape.layout) {
     case StageLayout::kV: return "the V layout: rank r holds stages r and 2·pp − 1 − r";
@@ -414,11 +423,7 @@ ActionSchedule to_actions(const std::vector<std::vector<Action>>& schedule, cons
 std::vector<std::vector<Action>> to_schedule(const ActionSchedule& s, const PipelineShape& shape,
                                              const std::string& file) {
   auto refuse = [&](size_t r, size_t step, const std::string& what, const std::string& fix) {
-    const int32_t st = static_cast<int32_t>(step);
-    throw Error(SourceLocation{file, 0, 0, "schedule"},
-                fmt::format("rank {}, step {}: {}\n{}", r, step, what,
-                            format_grid(s, st - 3, st + 3, std::make_pair(static_cast<int32_t>(r), st))),
-                fix);
+    refuse_at(s, static_cast<int32_t>(r), step, file, what, fix);
   };
   if (static_cast<int32_t>(s.size()) != shape.pp)
     throw Error(SourceLocation{file, 0, 0, "schedule"},

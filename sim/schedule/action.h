@@ -122,6 +122,12 @@ ActionSchedule parse_schedule(std::string_view text, const std::string& file);
 std::string format_grid(const ActionSchedule& s, int32_t first_step = 0, int32_t last_step = INT32_MAX,
                         std::optional<std::pair<int32_t, int32_t>> mark = std::nullopt);
 
+// The error every schedule check throws for the action at rank `rank`, step
+// `step` of `s`: "rank R, step S: what" and the grid around the step (the
+// step starred), located in `file`.
+[[noreturn]] void refuse_at(const ActionSchedule& s, int32_t rank, size_t step, const std::string& file,
+                            const std::string& what, const std::string& fix);
+
 // The layout the LLM actions of `s` follow (every action's stage on the rank
 // that layout gives it): looped (Megatron-LM's) when they fit it, else V when
 // the pipeline has two chunks and they fit that; V-placed actions whose

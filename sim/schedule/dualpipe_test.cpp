@@ -10,9 +10,8 @@
 #include <gtest/gtest.h>
 
 #include "sim/core/error.h"
-#include "sim/engine/simulator.h"
 #include "sim/schedule/dualpipev.h"
-#include "sim/schedule/synthetic.h"
+#include "sim/schedule/synthetic_test_support.h"
 #include "sim/schedule/validate_actions.h"
 
 namespace lacuna::schedule {
@@ -141,18 +140,7 @@ TEST(DualPipe, ValidationNamesAMicrobatchOnTheOtherPipeline) {
 // the bubble is DualPipeV's, (pp/2 − 1)·(F + I − W) for W ≤ I, within the
 // authors' README figure (PP/2 − 1)·(F&B + B − 3W), PP = pp ranks here.
 TEST(DualPipe, RunsAsLongAsDualPipeVOnHalfTheRanks) {
-  class NoCostModel : public cost::CostModel {
-   public:
-    std::string_view name() const override { return "none (synthetic)"; }
-    TimeNs compute(const ir::Compute&) const override { return TimeNs::zero(); }
-    TimeNs collective(ir::CollectiveKind, int64_t, const cost::GroupShape&) const override { return TimeNs::zero(); }
-    TimeNs p2p(int64_t, bool) const override { return TimeNs::zero(); }
-  };
-  auto end_of = [](const SyntheticPipeline& p) {
-    NoCostModel cost;
-    engine::Simulator sim(build_synthetic_program(p), cost);
-    return sim.run().end_time.count();
-  };
+  using synthetic_support::synthetic_end_ns;
   for (const StageTimes& t : {StageTimes{TimeNs(100), TimeNs(100), TimeNs(100)},
                               StageTimes{TimeNs(100), TimeNs(110), TimeNs(70)},
                               StageTimes{TimeNs(120), TimeNs(100), TimeNs(90)},
@@ -170,8 +158,8 @@ TEST(DualPipe, RunsAsLongAsDualPipeVOnHalfTheRanks) {
       v.shape.layout = StageLayout::kV;
       v.per_stage = {t};
       v.order = to_schedule(dualpipev_schedule(pp / 2, m / 2), v.shape, "dualpipev");
-      const int64_t end = end_of(bidirectional);
-      EXPECT_EQ(end, end_of(v));
+      const int64_t end = synthetic_end_ns(bidirectional);
+      EXPECT_EQ(end, synthetic_end_ns(v));
       const int64_t bubble = end - m * (f + i + w);
       const int64_t full_backward = i + w, pair = f + full_backward;
       EXPECT_LE(bubble, (pp / 2 - 1) * (pair + full_backward - 3 * w));

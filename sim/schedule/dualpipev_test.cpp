@@ -11,8 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "sim/core/error.h"
-#include "sim/engine/simulator.h"
-#include "sim/schedule/synthetic.h"
+#include "sim/schedule/synthetic_test_support.h"
 #include "sim/schedule/validate_actions.h"
 
 namespace lacuna::schedule {
@@ -90,13 +89,6 @@ TEST(DualPipeV, RefusesWhatItsRuntimeRefuses) {
 // not lose when nothing else delays it (docs/schedules.md#dualpipev works
 // pp = 2 by hand). The published figure holds as an upper bound throughout.
 TEST(DualPipeV, LosesZbH1sBubbleOnHalfThePipeline) {
-  class NoCostModel : public cost::CostModel {
-   public:
-    std::string_view name() const override { return "none (synthetic)"; }
-    TimeNs compute(const ir::Compute&) const override { return TimeNs::zero(); }
-    TimeNs collective(ir::CollectiveKind, int64_t, const cost::GroupShape&) const override { return TimeNs::zero(); }
-    TimeNs p2p(int64_t, bool) const override { return TimeNs::zero(); }
-  };
   struct Times {
     StageTimes t;
     bool closed_form;  // false: only the published bound is asserted
@@ -114,10 +106,7 @@ TEST(DualPipeV, LosesZbH1sBubbleOnHalfThePipeline) {
       p.shape.layout = StageLayout::kV;
       p.per_stage = {c.t};
       p.order = to_schedule(dualpipev_schedule(pp, m), p.shape, "dualpipev");
-      const ir::Program program = build_synthetic_program(p);
-      NoCostModel cost;
-      engine::Simulator sim(program, cost);
-      const int64_t bubble = sim.run().end_time.count() - 2 * m * (f + i + w);
+      const int64_t bubble = synthetic_support::synthetic_end_ns(p) - 2 * m * (f + i + w);
       if (c.closed_form) {
         EXPECT_EQ(bubble, (pp - 1) * (w <= i ? f + i - w : f));
       }

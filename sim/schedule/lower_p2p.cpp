@@ -40,10 +40,18 @@ ActionSchedule lower_p2p(const ActionSchedule& s, lacuna::scenario::ScheduleKind
     const int32_t rank = static_cast<int32_t>(r);
     std::vector<Action> passes;
     std::vector<ScheduleAction> compute;
+    // Data-parallel actions keep their place: [k] follows pass k − 1 (and
+    // its calls); [0] leads the rank.
+    std::vector<std::vector<ScheduleAction>> kept(1);
     for (const auto& a : s[r])
       if (is_llm_pass(a)) {
         passes.push_back({*pass_of(a->type), a->microbatch, chunk_of_stage(shape, a->stage)});
         compute.push_back(*a);
+        kept.emplace_back();
+      } else if (a && a->module.empty() &&
+                 (a->type == ActionType::kUnshard || a->type == ActionType::kReshard ||
+                  a->type == ActionType::kReduceGrad)) {
+        kept.back().push_back(*a);
       }
     const std::vector<P2pCall> calls = blocking_p2p_calls(rule, shape, rank, passes);
     auto emit = [&](const P2pCall& call) {
@@ -60,7 +68,9 @@ ActionSchedule lower_p2p(const ActionSchedule& s, lacuna::scenario::ScheduleKind
     size_t next_call = 0;
     for (int32_t i = -1; i < static_cast<int32_t>(passes.size()); ++i) {
       if (i >= 0) out[r].push_back(compute[static_cast<size_t>(i)]);
+      if (i < 0) out[r].insert(out[r].end(), kept[0].begin(), kept[0].end());
       for (; next_call < calls.size() && calls[next_call].after == i; ++next_call) emit(calls[next_call]);
+      if (i >= 0) out[r].insert(out[r].end(), kept[i + 1].begin(), kept[i + 1].end());
     }
   }
   return out;
@@ -70,11 +80,7 @@ std::vector<P2pCall> p2p_calls_of(const ActionSchedule& s, int32_t rank, const P
                                   const std::string& file) {
   const RankActions& actions = s[static_cast<size_t>(rank)];
   auto refuse = [&](size_t step, const std::string& what, const std::string& fix) {
-    const int32_t st = static_cast<int32_t>(step);
-    throw Error(SourceLocation{file, 0, 0, "schedule"},
-                fmt::format("rank {}, step {}: {}\n{}", rank, step, what,
-                            format_grid(s, st - 3, st + 3, std::make_pair(rank, st))),
-                fix);
+    refuse_at(s, rank, step, file, what, fix);
   };
   // The rank's passes: (forward?, stage, microbatch) → index; the backward
   // that sends or receives a gradient is the B or the I.

@@ -24,7 +24,8 @@ namespace lacuna::schedule {
 bool has_p2p_actions(const ActionSchedule& s);
 
 // `s` (compute actions of the LLM; validated) with the calls of `rule`
-// inserted; other actions are dropped.
+// inserted. Data-parallel actions (lower_dp.h) stay where they were, after
+// the calls of the pass they follow; other actions are dropped.
 ActionSchedule lower_p2p(const ActionSchedule& s, lacuna::scenario::ScheduleKind rule, const PipelineShape& shape);
 
 // The blocking calls of pipeline rank `rank` as its lowered actions list them,

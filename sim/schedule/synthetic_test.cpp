@@ -1,6 +1,7 @@
 // Synthetic pipelines run on the engine: closed-form bubbles, the Zero Bubble
 // paper's Table 5, and timeline invariants over random shapes.
 #include "sim/schedule/synthetic.h"
+#include "sim/schedule/synthetic_test_support.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -24,24 +25,7 @@ using lacuna::scenario::ONE_F_ONE_B;
 using lacuna::scenario::ScheduleKind;
 using lacuna::scenario::ZB_H1;
 
-// Every synthetic op carries its duration; being asked means the program is wrong.
-class NoCostModel : public cost::CostModel {
- public:
-  std::string_view name() const override { return "none (synthetic)"; }
-  TimeNs compute(const ir::Compute&) const override {
-    ADD_FAILURE() << "cost model asked for a compute time";
-    return TimeNs::zero();
-  }
-  TimeNs collective(ir::CollectiveKind, int64_t, const cost::GroupShape&) const override {
-    ADD_FAILURE() << "cost model asked for a collective";
-    return TimeNs::zero();
-  }
-  // A free transfer (p2p = 0) carries no bytes and has no fixed duration.
-  TimeNs p2p(int64_t bytes, bool) const override {
-    if (bytes != 0) ADD_FAILURE() << "cost model asked for a " << bytes << "-byte transfer";
-    return TimeNs::zero();
-  }
-};
+using synthetic_support::NoCostModel;
 
 struct Span {
   TimeNs start, end;

@@ -67,10 +67,7 @@ class Checker {
   }
 
   [[noreturn]] void refuse(int32_t rank, int32_t step, const std::string& what, const std::string& fix) const {
-    throw Error(SourceLocation{file_, 0, 0, "schedule"},
-                fmt::format("rank {}, step {}: {}\n{}", rank, step, what,
-                            format_grid(s_, step - 3, step + 3, std::make_pair(rank, step))),
-                fix);
+    refuse_at(s_, rank, static_cast<size_t>(step), file_, what, fix);
   }
 
   // Ranges, layout and duplicates.

@@ -32,6 +32,7 @@ struct CompileOptions {
   std::string dump_schedule;
   std::string generate;
   bool with_p2p = false;
+  bool with_dp = false;
   bool text = false;
   int64_t scale_down = 1;
 };
@@ -56,7 +57,7 @@ OpCounts count_ops(const ir::RankClass& cls) {
 
 // The schedule's actions (sim/schedule/action.h): the text form, or
 // PyTorch's CSV for a .csv path.
-void dump_schedule(const scenario::LoadedScenario& loaded, const std::string& path, bool with_p2p,
+void dump_schedule(const scenario::LoadedScenario& loaded, const std::string& path, bool with_p2p, bool with_dp,
                    const std::string& generate) {
   // ZB-V weighs passes by lacuna's own times (the analytic cost model).
   std::unique_ptr<cost::CostModel> cost;
@@ -65,7 +66,7 @@ void dump_schedule(const scenario::LoadedScenario& loaded, const std::string& pa
   compiler::PassTimes times;
   std::vector<std::string> lanes;
   const schedule::ActionSchedule actions =
-      generate.empty() ? placement::schedule_actions(loaded, with_p2p, &lanes)
+      generate.empty() ? placement::schedule_actions(loaded, with_p2p, &lanes, with_dp)
                        : compiler::generate_schedule(loaded, generate, "--generate", cost.get(), &times);
   const bool csv = std::filesystem::path(path).extension() == ".csv";
   std::string text;
@@ -85,9 +86,13 @@ void dump_schedule(const scenario::LoadedScenario& loaded, const std::string& pa
     text += fmt::format("# {}: {}pipeline actions, one line per pipeline rank (docs/schedules.md){}\n", loaded.path,
                        generate.empty() ? "" : generate + " (run it with execution.pipeline_p2p: P2P_OVERLAPPED, "
                                                           "as its authors' runtime posts transfers ahead) ",
-                       with_p2p ? "; sends and receives as blocking calls ('+' joins one batched call), which "
-                                  "execution.pipeline_p2p: P2P_OVERLAPPED replaces by overlapped transfers"
-                                : "");
+                       std::string(with_p2p ? "; sends and receives as blocking calls ('+' joins one batched call), "
+                                              "which execution.pipeline_p2p: P2P_OVERLAPPED replaces by overlapped "
+                                              "transfers"
+                                            : "") +
+                           (with_dp ? "; each stage's parameter gather (UNSHARD) and gradient reduction "
+                                      "(REDUCE_GRAD) where the DP pass places them (docs/schedules.md#the-dp-pass)"
+                                    : ""));
   }
   text += csv ? schedule::format_csv(actions) : schedule::format_schedule(actions);
   write_file_atomically(path, text);
@@ -103,13 +108,18 @@ int run_compile(const CompileOptions& o) {
                 "give -o FILE for the program, --dump-schedule FILE for the schedule's actions, or both");
   check_outputs({{"--output", o.output}, {"--dump-schedule", o.dump_schedule}}, {{"SCENARIO", o.scenario}});
   const scenario::LoadedScenario loaded = scenario::load_scenario(o.scenario, o.scale_down);
-  if (!o.generate.empty() && (o.dump_schedule.empty() || o.with_p2p))
-    throw Error(SourceLocation{{}, 0, 0, "--generate"}, "--generate writes a schedule for --dump-schedule, without --with-p2p",
-                "add --dump-schedule FILE; the p2p pass places a generated schedule's transfers when it runs");
+  if (!o.generate.empty() && (o.dump_schedule.empty() || o.with_p2p || o.with_dp))
+    throw Error(SourceLocation{{}, 0, 0, "--generate"},
+                "--generate writes a schedule for --dump-schedule, without --with-p2p or --with-dp",
+                "add --dump-schedule FILE; the p2p and DP passes place a generated schedule's communication when it "
+                "runs");
   if (o.with_p2p && o.dump_schedule.empty())
     throw Error(SourceLocation{{}, 0, 0, "--with-p2p"}, "--with-p2p shapes --dump-schedule's output",
                 "add --dump-schedule FILE");
-  if (!o.dump_schedule.empty()) dump_schedule(loaded, o.dump_schedule, o.with_p2p, o.generate);
+  if (o.with_dp && o.dump_schedule.empty())
+    throw Error(SourceLocation{{}, 0, 0, "--with-dp"}, "--with-dp shapes --dump-schedule's output",
+                "add --dump-schedule FILE");
+  if (!o.dump_schedule.empty()) dump_schedule(loaded, o.dump_schedule, o.with_p2p, o.with_dp, o.generate);
   if (o.output.empty()) return 0;
   ir::Program program = placement::compile(loaded);
   // The resolved variability travels with the program (docs/variability.md),
@@ -176,6 +186,9 @@ void add_compile_command(CLI::App& app, Action& action) {
   sub->add_flag("--with-p2p", o->with_p2p,
                 "with --dump-schedule: write the pipeline's blocking sends and receives too (SEND_F, RECV_B, ...; "
                 "'+' joins one batched call), as the p2p pass places them");
+  sub->add_flag("--with-dp", o->with_dp,
+                "with --dump-schedule: write each stage's data-parallel actions too (UNSHARD, the parameter gather "
+                "of the distributed optimizer; REDUCE_GRAD, the gradient reduction), as the DP pass places them");
   sub->add_option("--generate", o->generate,
                   "with --dump-schedule: write a generated schedule for the scenario's pipeline instead of its own: "
                   "zb-v (ZB-V, the V-shaped zero-bubble schedule, weighed by lacuna's own pass times), dualpipev "

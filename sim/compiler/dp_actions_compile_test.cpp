@@ -1,0 +1,134 @@
+// A schedule file's data-parallel actions through the stage compiler
+// (docs/schedules.md#the-dp-pass): written where the DP pass places them,
+// they compile to the very program the file without them gives; moved, the
+// program moves its gathers and reductions with them.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include <google/protobuf/util/message_differencer.h>
+
+#include "sim/compiler/compile.h"
+#include "sim/compiler/compiler_test_support.h"
+#include "sim/compiler/custom_schedule.h"
+#include "sim/compiler/rank_layout.h"
+#include "sim/engine/simulator.h"
+#include "sim/schedule/action.h"
+#include "sim/schedule/lower_dp.h"
+
+namespace lacuna::compiler {
+namespace {
+
+class DpActionsCompile : public ::testing::Test {
+ protected:
+  scenario::LoadedScenario with_file(const testing::Small& s, const std::string& text, const std::string& name) {
+    return files_.scenario(s, text, name);
+  }
+
+  testing::ScheduleFiles files_;
+};
+
+// TP 2 × PP 2 × DP 2, two chunks, four microbatches, distributed optimizer.
+testing::Small model(bool overlap_grad) {
+  testing::Small s;
+  s.layers = 8;
+  s.v = 2;
+  s.global_batch = 16;
+  s.micro_batch = 2;
+  s.overlap_grad = overlap_grad;
+  s.schedule = scenario::INTERLEAVED_1F1B;
+  // As the built-in interleaved schedule's own calls would need: a file's
+  // blocking calls follow the generic rule (docs/schedules.md#the-p2p-pass).
+  s.execution.set_pipeline_p2p(scenario::P2P_OVERLAPPED);
+  return s;
+}
+
+schedule::ActionSchedule interleaved(const testing::Small& s) {
+  const schedule::PipelineShape shape{.pp = 2, .virtual_stages = 2, .microbatches = 4};
+  return schedule::to_actions(schedule::build_schedule(scenario::INTERLEAVED_1F1B, shape), shape);
+}
+
+// Per chunk, in DP-stream order: the collectives' kinds of rank class pp0.
+std::vector<std::pair<int32_t, ir::CollectiveKind>> dp_stream(const ir::Program& p) {
+  std::vector<std::pair<int32_t, ir::CollectiveKind>> out;
+  for (const ir::Stream& s : p.classes(0).streams())
+    if (s.kind() == ir::DP_COMM)
+      for (const ir::Op& op : s.ops())
+        if (op.has_collective() && op.collective().group_slot() == kSlotDpCp)
+          out.emplace_back(op.chunk(), op.collective().kind());
+  return out;
+}
+
+TEST_F(DpActionsCompile, WrittenWhereThePassPutsThemTheProgramIsUnchanged) {
+  for (const bool overlap : {true, false})
+    for (const scenario::PipelineP2p p2p : {scenario::P2P_OVERLAPPED, scenario::P2P_BLOCKING}) {
+      SCOPED_TRACE(overlap ? "overlap_grad_reduce" : "reduce after the last backward");
+      SCOPED_TRACE(scenario::PipelineP2p_Name(p2p));
+      testing::Small s = model(overlap);
+      s.execution.set_pipeline_p2p(p2p);
+      const schedule::ActionSchedule plain = interleaved(s);
+      const scenario::LoadedScenario without = with_file(s, schedule::format_schedule(plain), "plain.txt");
+      const schedule::ActionSchedule placed =
+          schedule::add_dp_actions(plain, schedule::PipelineShape{.pp = 2, .virtual_stages = 2, .microbatches = 4},
+                                   scenario_dp_settings(without));
+      ASSERT_NE(placed, plain);
+      const scenario::LoadedScenario with = with_file(s, schedule::format_schedule(placed), "placed.txt");
+      ir::Program a = compile(without), b = compile(with);
+      // The file's own name is the only difference.
+      a.mutable_info()->clear_scenario_file();
+      b.mutable_info()->clear_scenario_file();
+      std::string diff;
+      google::protobuf::util::MessageDifferencer d;
+      d.ReportDifferencesToString(&diff);
+      EXPECT_TRUE(d.Compare(a, b)) << diff.substr(0, 2000);
+    }
+}
+
+// Rank 0's stage 2 (chunk 1) reduced at the end instead of during its last
+// backward, and its parameters gathered first: the DP stream's order follows.
+TEST_F(DpActionsCompile, MovedActionsMoveTheCollectives) {
+  const testing::Small s = model(true);
+  const schedule::ActionSchedule plain = interleaved(s);
+  const scenario::LoadedScenario base = with_file(s, schedule::format_schedule(plain), "plain.txt");
+  const schedule::PipelineShape shape{.pp = 2, .virtual_stages = 2, .microbatches = 4};
+  schedule::ActionSchedule moved = schedule::add_dp_actions(plain, shape, scenario_dp_settings(base));
+  schedule::RankActions& r0 = moved[0];
+  // "0UNSHARD 2UNSHARD ...": swap the gathers.
+  ASSERT_EQ(r0[0]->type, schedule::ActionType::kUnshard);
+  std::swap(r0[0], r0[1]);
+  // Move 2REDUCE_GRAD to the end.
+  for (size_t k = 0; k < r0.size(); ++k)
+    if (r0[k] && r0[k]->type == schedule::ActionType::kReduceGrad && r0[k]->stage == 2) {
+      const auto a = r0[k];
+      r0.erase(r0.begin() + static_cast<std::ptrdiff_t>(k));
+      r0.push_back(a);
+      break;
+    }
+  const ir::Program p0 = compile(base);
+  const ir::Program p1 = compile(with_file(s, schedule::format_schedule(moved), "moved.txt"));
+  const auto before = dp_stream(p0), after = dp_stream(p1);
+  ASSERT_EQ(before.size(), after.size());
+  // Gathers first, chunk 0's then chunk 1's by default; reversed when moved.
+  ASSERT_FALSE(before.empty());
+  EXPECT_EQ(before.front(), std::make_pair(0, ir::ALL_GATHER));
+  EXPECT_EQ(after.front(), std::make_pair(1, ir::ALL_GATHER));
+  // Reductions: chunk 1 (its backwards end first) before chunk 0 by default;
+  // moved to the end, after chunk 0's.
+  std::vector<int32_t> reduced_before, reduced_after;
+  for (const auto& [chunk, kind] : before)
+    if (kind == ir::REDUCE_SCATTER) reduced_before.push_back(chunk);
+  for (const auto& [chunk, kind] : after)
+    if (kind == ir::REDUCE_SCATTER) reduced_after.push_back(chunk);
+  ASSERT_FALSE(reduced_before.empty());
+  EXPECT_EQ(reduced_before.front(), 1);
+  EXPECT_EQ(reduced_after.front(), 0);
+  EXPECT_EQ(reduced_after.back(), 1);
+  // Delaying a reduction cannot make the iteration shorter.
+  const testing::TrivialCost cost;
+  engine::Simulator s0(p0, cost), s1(p1, cost);
+  EXPECT_GE(s1.run().end_time.count(), s0.run().end_time.count());
+}
+
+}  // namespace
+}  // namespace lacuna::compiler
