@@ -22,6 +22,21 @@ std::string with_schedule(const std::string& scenario, const std::string& schedu
   return std::regex_replace(text, std::regex("schedule \\{[^}]*\\}"), "schedule { " + schedule_text + " }");
 }
 
+// gpt-1.3b-8gpu with its schedule replaced by `schedule_text`, two model
+// chunks per rank and overlapped p2p (as the V-shaped and generated
+// schedules run).
+std::string two_chunks_overlapped(const std::string& schedule_text) {
+  std::string text = with_schedule(source_path("scenarios/llm/gpt-1.3b-8gpu.pbtxt"), schedule_text);
+  const std::string v1 = "virtual_stages: 1";
+  EXPECT_NE(text.find(v1), std::string::npos);
+  if (text.find(v1) != std::string::npos) text.replace(text.find(v1), v1.size(), "virtual_stages: 2");
+  const std::string software = "software: \"megatron-core-0.12\"";
+  EXPECT_NE(text.find(software), std::string::npos);
+  if (text.find(software) != std::string::npos)
+    text.replace(text.find(software), software.size(), software + " pipeline_p2p: P2P_OVERLAPPED");
+  return text;
+}
+
 int64_t iteration_ns(const TempDir& dir, const std::string& scenario, const std::string& tag) {
   const std::string json = dir / (tag + ".json");
   const auto r = run_lacuna("simulate " + scenario + " --fold --ideal --no-trace --no-svg --json " + json);
@@ -275,13 +290,7 @@ TEST(ScheduleE2E, DataParallelActionsRoundTrip) {
 // iteration.
 TEST(ScheduleE2E, BidirectionalDualPipeCompilesAndRuns) {
   TempDir dir("dualpipe");
-  std::string text = with_schedule(source_path("scenarios/llm/gpt-1.3b-8gpu.pbtxt"), "kind: INTERLEAVED_1F1B");
-  const std::string v1 = "virtual_stages: 1";
-  ASSERT_NE(text.find(v1), std::string::npos);
-  text.replace(text.find(v1), v1.size(), "virtual_stages: 2");
-  const std::string software = "software: \"megatron-core-0.12\"";
-  ASSERT_NE(text.find(software), std::string::npos);
-  text.replace(text.find(software), software.size(), software + " pipeline_p2p: P2P_OVERLAPPED");
+  const std::string text = two_chunks_overlapped("kind: INTERLEAVED_1F1B");
   std::ofstream(dir / "interleaved.pbtxt") << text;
   const auto g = run_lacuna("compile " + (dir / "interleaved.pbtxt") + " --dump-schedule " + (dir / "dp.txt") +
                             " --generate dualpipe");
@@ -310,13 +319,7 @@ TEST(ScheduleE2E, BidirectionalDualPipeCompilesAndRuns) {
 // then two of chunk 1 (stage 2); the scenario simulates.
 TEST(ScheduleE2E, MicrobatchGroupsReorderTheInterleavedSchedule) {
   TempDir dir("microbatch-group");
-  std::string text = with_schedule(source_path("scenarios/llm/gpt-1.3b-8gpu.pbtxt"), "kind: INTERLEAVED_1F1B");
-  const std::string v1 = "virtual_stages: 1";
-  ASSERT_NE(text.find(v1), std::string::npos);
-  text.replace(text.find(v1), v1.size(), "virtual_stages: 2");
-  const std::string software = "software: \"megatron-core-0.12\"";
-  ASSERT_NE(text.find(software), std::string::npos);
-  text.replace(text.find(software), software.size(), software + " pipeline_p2p: P2P_OVERLAPPED");
+  const std::string text = two_chunks_overlapped("kind: INTERLEAVED_1F1B");
   const std::string classic = dir / "classic.pbtxt", grouped = dir / "grouped.pbtxt";
   std::ofstream(classic) << text;
   std::string g = text;
