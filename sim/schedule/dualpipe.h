@@ -14,7 +14,9 @@
 // ranks of the second half with their modules swapped. So DualPipe on pp
 // ranks is DualPipeV on pp/2 ranks twice, mirrored (the "cut-in-half" that
 // derives DualPipeV), which sim/schedule/dualpipe_test.cpp checks on the
-// engine. Its bubble per rank is the README's (pp/2 − 1)·(F&B + B − 3·W).
+// engine to the nanosecond. The authors' README gives its bubble as
+// (pp/2 − 1)·(F&B + B − 3·W); as for DualPipeV, what the engine measures is
+// within that figure (docs/schedules.md#dualpipe).
 #pragma once
 
 #include <cstdint>
