@@ -11,6 +11,8 @@
 #include "sim/compiler/segment_inputs.h"
 #include "sim/core/error.h"
 #include "sim/core/input_file.h"
+#include "sim/scenario/execution.h"
+#include "sim/schedule/call_deadlock.h"
 #include "sim/schedule/dualpipe.h"
 #include "sim/schedule/dualpipev.h"
 #include "sim/schedule/lower_p2p.h"
@@ -37,8 +39,15 @@ namespace {
 
 // Reads, parses and checks the file; `shape` gets the stage layout its
 // actions follow (looped or V).
+// Whether the scenario's pipeline p2p runs as blocking calls.
+bool blocking_p2p(const scenario::LoadedScenario& scenario) {
+  return scenario::resolve_execution(scenario.spec, scenario.locations).pipeline_p2p() == scenario::P2P_BLOCKING;
+}
+
+// `blocking`: the scenario runs blocking p2p calls, which must not deadlock
+// (schedule/call_deadlock.h).
 schedule::ActionSchedule read_actions(const std::string& path, schedule::PipelineShape& shape,
-                                      const schedule::DpSettings& dp, const SourceLocation& named_by) {
+                                      const schedule::DpSettings& dp, bool blocking, const SourceLocation& named_by) {
   std::string text;
   try {
     text = read_input_file(path, kActionsInput);
@@ -54,6 +63,15 @@ schedule::ActionSchedule read_actions(const std::string& path, schedule::Pipelin
   schedule::to_schedule(actions, shape, path);  // what the builder's form cannot hold
   if (schedule::has_p2p_actions(actions))        // written-out transfers, each where it belongs
     for (int32_t r = 0; r < shape.pp; ++r) schedule::p2p_calls_of(actions, r, shape, path);
+  if (blocking && shape.pp > 1) {  // the calls the compiler will issue, run to the end
+    const auto passes = schedule::to_schedule(actions, shape, path);
+    std::vector<std::vector<schedule::P2pCall>> calls;
+    for (int32_t r = 0; r < shape.pp; ++r)
+      calls.push_back(schedule::has_p2p_actions(actions)
+                          ? schedule::p2p_calls_of(actions, r, shape, path)
+                          : schedule::blocking_p2p_calls(scenario::CUSTOM, shape, r, passes[static_cast<size_t>(r)]));
+    schedule::check_blocking_calls(actions, shape, calls, path);
+  }
   if (schedule::has_dp_actions(actions))  // and the data-parallel actions
     for (int32_t r = 0; r < shape.pp; ++r) schedule::dp_points_of(actions, r, shape, dp, path);
   return actions;
@@ -75,7 +93,7 @@ CustomSchedule load_custom_schedule(const scenario::LoadedScenario& scenario, sc
   const std::string path = actions_file_path(scenario);
   const schedule::DpSettings dp = scenario_dp_settings(scenario);
   const schedule::ActionSchedule actions =
-      read_actions(path, shape, dp, scenario.locations.locate("schedule.actions_file"));
+      read_actions(path, shape, dp, blocking_p2p(scenario), scenario.locations.locate("schedule.actions_file"));
   CustomSchedule out;
   out.passes = schedule::to_schedule(actions, shape, path);
   out.overlapped_pairs = schedule::overlapped_pairs(actions);
@@ -113,7 +131,7 @@ schedule::ActionSchedule scenario_actions(const scenario::LoadedScenario& scenar
   const auto kind = scenario.spec.schedule().kind();
   schedule::ActionSchedule actions =
       kind == scenario::CUSTOM
-          ? read_actions(actions_file_path(scenario), shape, scenario_dp_settings(scenario),
+          ? read_actions(actions_file_path(scenario), shape, scenario_dp_settings(scenario), blocking_p2p(scenario),
                          scenario.locations.locate("schedule.actions_file"))
           : schedule::to_actions(schedule::build_schedule(kind, shape), shape);
   if (shape_out != nullptr) *shape_out = shape;
@@ -124,7 +142,8 @@ schedule::ActionSchedule check_actions_file(const scenario::LoadedScenario& scen
                                             const std::string& option, schedule::PipelineShape* shape_out) {
   schedule::PipelineShape shape = scenario_pipeline_shape(scenario);
   schedule::ActionSchedule actions =
-      read_actions(path, shape, scenario_dp_settings(scenario), SourceLocation{path, 0, 0, option});
+      read_actions(path, shape, scenario_dp_settings(scenario), blocking_p2p(scenario),
+                   SourceLocation{path, 0, 0, option});
   if (shape_out != nullptr) *shape_out = shape;
   return actions;
 }

@@ -38,15 +38,22 @@ testing::Small model(bool overlap_grad) {
   s.micro_batch = 2;
   s.overlap_grad = overlap_grad;
   s.schedule = scenario::INTERLEAVED_1F1B;
-  // As the built-in interleaved schedule's own calls would need: a file's
-  // blocking calls follow the generic rule (docs/schedules.md#the-p2p-pass).
+  // A file's blocking calls follow the generic rule, under which the
+  // interleaved order deadlocks (docs/schedules.md#blocking-calls-that-deadlock).
   s.execution.set_pipeline_p2p(scenario::P2P_OVERLAPPED);
   return s;
 }
 
-schedule::ActionSchedule interleaved(const testing::Small& s) {
-  const schedule::PipelineShape shape{.pp = 2, .virtual_stages = 2, .microbatches = 4};
-  return schedule::to_actions(schedule::build_schedule(scenario::INTERLEAVED_1F1B, shape), shape);
+schedule::PipelineShape shape_of(const testing::Small& s) {
+  return {.pp = 2, .virtual_stages = static_cast<int32_t>(s.v), .microbatches = 4};
+}
+
+// Interleaved with two chunks; with one (blocking p2p) ZB-H1's order, which
+// the generic rule's calls complete.
+schedule::ActionSchedule order_of(const testing::Small& s) {
+  const schedule::PipelineShape shape = shape_of(s);
+  return schedule::to_actions(
+      schedule::build_schedule(s.v > 1 ? scenario::INTERLEAVED_1F1B : scenario::ZB_H1, shape), shape);
 }
 
 // Per chunk, in DP-stream order: the collectives' kinds of rank class pp0.
@@ -67,11 +74,14 @@ TEST_F(DpActionsCompile, WrittenWhereThePassPutsThemTheProgramIsUnchanged) {
       SCOPED_TRACE(scenario::PipelineP2p_Name(p2p));
       testing::Small s = model(overlap);
       s.execution.set_pipeline_p2p(p2p);
-      const schedule::ActionSchedule plain = interleaved(s);
+      if (p2p == scenario::P2P_BLOCKING) {
+        s.v = 1;
+        s.schedule = scenario::ZB_H1;
+      }
+      const schedule::ActionSchedule plain = order_of(s);
       const scenario::LoadedScenario without = with_file(s, schedule::format_schedule(plain), "plain.txt");
       const schedule::ActionSchedule placed =
-          schedule::add_dp_actions(plain, schedule::PipelineShape{.pp = 2, .virtual_stages = 2, .microbatches = 4},
-                                   scenario_dp_settings(without));
+          schedule::add_dp_actions(plain, shape_of(s), scenario_dp_settings(without));
       ASSERT_NE(placed, plain);
       const scenario::LoadedScenario with = with_file(s, schedule::format_schedule(placed), "placed.txt");
       ir::Program a = compile(without), b = compile(with);
@@ -89,10 +99,9 @@ TEST_F(DpActionsCompile, WrittenWhereThePassPutsThemTheProgramIsUnchanged) {
 // backward, and its parameters gathered first: the DP stream's order follows.
 TEST_F(DpActionsCompile, MovedActionsMoveTheCollectives) {
   const testing::Small s = model(true);
-  const schedule::ActionSchedule plain = interleaved(s);
+  const schedule::ActionSchedule plain = order_of(s);
   const scenario::LoadedScenario base = with_file(s, schedule::format_schedule(plain), "plain.txt");
-  const schedule::PipelineShape shape{.pp = 2, .virtual_stages = 2, .microbatches = 4};
-  schedule::ActionSchedule moved = schedule::add_dp_actions(plain, shape, scenario_dp_settings(base));
+  schedule::ActionSchedule moved = schedule::add_dp_actions(plain, shape_of(s), scenario_dp_settings(base));
   schedule::RankActions& r0 = moved[0];
   // "0UNSHARD 2UNSHARD ...": swap the gathers.
   ASSERT_EQ(r0[0]->type, schedule::ActionType::kUnshard);
