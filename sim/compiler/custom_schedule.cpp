@@ -37,15 +37,14 @@ std::string actions_file_path(const scenario::LoadedScenario& scenario) {
 
 namespace {
 
-// Reads, parses and checks the file; `shape` gets the stage layout its
-// actions follow (looped or V).
 // Whether the scenario's pipeline p2p runs as blocking calls.
 bool blocking_p2p(const scenario::LoadedScenario& scenario) {
   return scenario::resolve_execution(scenario.spec, scenario.locations).pipeline_p2p() == scenario::P2P_BLOCKING;
 }
 
-// `blocking`: the scenario runs blocking p2p calls, which must not deadlock
-// (schedule/call_deadlock.h).
+// Reads, parses and checks the file; `shape` gets the stage layout its
+// actions follow (looped, V or bidirectional). `blocking`: the scenario runs
+// blocking p2p calls, which must not deadlock (schedule/call_deadlock.h).
 schedule::ActionSchedule read_actions(const std::string& path, schedule::PipelineShape& shape,
                                       const schedule::DpSettings& dp, bool blocking, const SourceLocation& named_by) {
   std::string text;
@@ -60,17 +59,18 @@ schedule::ActionSchedule read_actions(const std::string& path, schedule::Pipelin
   schedule::ActionSchedule actions = schedule::parse_schedule(text, path);
   if (static_cast<int32_t>(actions.size()) == shape.pp) shape.layout = schedule::infer_layout(actions, shape, path);
   schedule::validate_actions(actions, shape, path);
-  schedule::to_schedule(actions, shape, path);  // what the builder's form cannot hold
-  if (schedule::has_p2p_actions(actions))        // written-out transfers, each where it belongs
-    for (int32_t r = 0; r < shape.pp; ++r) schedule::p2p_calls_of(actions, r, shape, path);
-  if (blocking && shape.pp > 1) {  // the calls the compiler will issue, run to the end
-    const auto passes = schedule::to_schedule(actions, shape, path);
+  const auto passes = schedule::to_schedule(actions, shape, path);  // what the builder's form cannot hold
+  // Written-out transfers, each where it belongs; under blocking p2p, the
+  // calls the compiler will issue (those, or the generic rule's), run to
+  // the end.
+  const bool written = schedule::has_p2p_actions(actions);
+  const bool run_calls = blocking && shape.pp > 1;
+  if (written || run_calls) {
     std::vector<std::vector<schedule::P2pCall>> calls;
     for (int32_t r = 0; r < shape.pp; ++r)
-      calls.push_back(schedule::has_p2p_actions(actions)
-                          ? schedule::p2p_calls_of(actions, r, shape, path)
-                          : schedule::blocking_p2p_calls(scenario::CUSTOM, shape, r, passes[static_cast<size_t>(r)]));
-    schedule::check_blocking_calls(actions, shape, calls, path);
+      calls.push_back(written ? schedule::p2p_calls_of(actions, r, shape, path)
+                              : schedule::blocking_p2p_calls(scenario::CUSTOM, shape, r, passes[static_cast<size_t>(r)]));
+    if (run_calls) schedule::check_blocking_calls(actions, shape, calls, path);
   }
   if (schedule::has_dp_actions(actions))  // and the data-parallel actions
     for (int32_t r = 0; r < shape.pp; ++r) schedule::dp_points_of(actions, r, shape, dp, path);

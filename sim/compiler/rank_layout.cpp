@@ -265,6 +265,14 @@ void add_moe_slots(ir::Program& program) {
   }
 }
 
+// The MoE slots of a dense program, bound to no group on every rank, so that
+// the slots after them keep their fixed indices.
+void add_unbound_moe_slots(ir::Program& program) {
+  add_moe_slots(program);
+  for (ir::RankBinding& b : *program.mutable_ranks())
+    for (int32_t slot = kNumGroupSlots; slot < kNumMoeGroupSlots; ++slot) b.add_group(-1);
+}
+
 }  // namespace
 
 void add_expert_layout(const RankLayout& layout, const ExpertDims& e, ir::Program& program) {
@@ -345,11 +353,7 @@ void add_expert_layout(const RankLayout& layout, const ExpertDims& e, ir::Progra
 void add_amax_layout(const RankLayout& layout, ir::Program& program, bool tp_only) {
   const ParallelDims& d = layout.dims();
   const int32_t world = d.world();
-  if (program.group_slots_size() == kNumGroupSlots) {
-    add_moe_slots(program);  // bound to no group
-    for (int32_t r = 0; r < world; ++r)
-      for (int32_t slot = kNumGroupSlots; slot < kNumMoeGroupSlots; ++slot) program.mutable_ranks(r)->add_group(-1);
-  }
+  if (program.group_slots_size() == kNumGroupSlots) add_unbound_moe_slots(program);
   if (program.group_slots_size() != kSlotAmax)
     throw InternalError("add_amax_layout: expected " + std::to_string(kSlotAmax) + " group slots, found " +
                         std::to_string(program.group_slots_size()));
@@ -380,19 +384,12 @@ void add_amax_layout(const RankLayout& layout, ir::Program& program, bool tp_onl
 void add_mirror_layout(const RankLayout& layout, ir::Program& program) {
   const ParallelDims& d = layout.dims();
   const int32_t world = d.world();
-  auto unbound = [&](int32_t from, int32_t to) {
-    for (int32_t r = 0; r < world; ++r)
-      for (int32_t slot = from; slot < to; ++slot) program.mutable_ranks(r)->add_group(-1);
-  };
-  if (program.group_slots_size() == kNumGroupSlots) {
-    add_moe_slots(program);
-    unbound(kNumGroupSlots, kNumMoeGroupSlots);
-  }
-  if (program.group_slots_size() == kSlotAmax) {
+  if (program.group_slots_size() == kNumGroupSlots) add_unbound_moe_slots(program);
+  if (program.group_slots_size() == kSlotAmax) {  // no FP8 amax groups: the slot, bound to none
     auto* s = program.add_group_slots();
     s->set_name("amax");
     s->set_kind(ir::AMAX_REDUCTION);
-    unbound(kSlotAmax, kNumAmaxGroupSlots);
+    for (ir::RankBinding& b : *program.mutable_ranks()) b.add_group(-1);
   }
   if (program.group_slots_size() != kSlotPpMirror)
     throw InternalError("add_mirror_layout: expected " + std::to_string(kSlotPpMirror) + " group slots, found " +

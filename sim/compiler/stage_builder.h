@@ -86,6 +86,11 @@ class StageBuilder {
   void reduce_after_last_backward();
   void reduce_after_pass(int32_t i);
   void mirror_reductions();
+  // Of `trained` parameters, `expert` of them routed experts, those this rank
+  // updates and whose reduced gradients it keeps: all, or with the
+  // distributed optimizer its 1/(dp·cp) shard of the dense ones and its
+  // 1/expert_dp shard of the experts'.
+  int64_t updated_parameters(int64_t trained, int64_t expert) const;
   void broadcast_batch(const OpContext& ctx);
   void after_loss(const OpContext& ctx);
 

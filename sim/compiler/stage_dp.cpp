@@ -169,13 +169,9 @@ void StageBuilder::mirror_reductions() {
     return schedule::model_stage(in_.pipeline, schedule::virtual_stage(in_.pipeline, in_.pp_rank, c));
   };
   std::stable_sort(order.begin(), order.end(), [&](int32_t x, int32_t y) { return model_stage_of(x) < model_stage_of(y); });
-  auto shard = [&](int64_t p, int64_t ways) {
-    return in_.distributed_optimizer && ways > 1 ? (p + ways - 1) / ways : p;
-  };
   for (int32_t c : order) {
-    const int64_t expert = expert_by_chunk_[static_cast<size_t>(c)];
-    const int64_t dense = trained_by_chunk_[static_cast<size_t>(c)] - expert;
-    const int64_t params = shard(dense, in_.dp_cp) + shard(expert, std::max<int64_t>(in_.expert_dp, 1));
+    const int64_t params =
+        updated_parameters(trained_by_chunk_[static_cast<size_t>(c)], expert_by_chunk_[static_cast<size_t>(c)]);
     if (params > 0) dp_collective(ir::ALL_REDUCE, kSlotPpMirror, c, params * grad_bytes_, 0, dp_ctx_);
   }
 }

@@ -6,6 +6,11 @@
 
 namespace lacuna::compiler {
 
+int64_t StageBuilder::updated_parameters(int64_t trained, int64_t expert) const {
+  auto shard = [&](int64_t p, int64_t n) { return in_.distributed_optimizer ? (p + n - 1) / n : p; };
+  return shard(trained - expert, in_.dp_cp) + shard(expert, std::max<int64_t>(in_.expert_dp, 1));
+}
+
 void StageBuilder::finalize_and_step() {
   const OpContext opt_ctx{ir::OPTIMIZER_STEP, 0, 0, -1};
   if (dp_ops_ || mirrored_) b_.wait(StreamId::kCompute, EventId::kDpToCompute, dp_records_, opt_ctx);
@@ -35,11 +40,7 @@ void StageBuilder::finalize_and_step() {
   // the gradient norm's local reduction, its all-reduce read on the host, the
   // clip; Adam; the fp32 → bf16 copy of the master weights.
   // MoE: routed-expert parameters are sharded over expert DP instead.
-  auto shard = [&](int64_t p, int64_t n) { return in_.distributed_optimizer ? (p + n - 1) / n : p; };
-  auto updated = [&](int64_t p, size_t mod) {
-    if (mod != 0 || expert_parameters_ <= 0) return shard(p, in_.dp_cp);
-    return shard(p - expert_parameters_, in_.dp_cp) + shard(expert_parameters_, std::max<int64_t>(in_.expert_dp, 1));
-  };
+  auto updated = [&](int64_t p, size_t mod) { return updated_parameters(p, mod == 0 ? expert_parameters_ : 0); };
   auto per_module = [&](auto make) {
     for (size_t mod = 0; mod < modules_.size(); ++mod) {
       if (trained_by_module_[mod] <= 0 && !(mod == 0 && in_.encoders.empty())) continue;

@@ -57,7 +57,6 @@ std::vector<LayerRange> plan_mirrored_stages(const scenario::LoadedScenario& sce
   const auto& par = spec.parallel();
   const int64_t layers = spec.model().llm().num_layers();
   const int64_t pp = std::max<int64_t>(1, par.pp());
-  const char* why = "DualPipe's two pipelines each hold the whole model in pp stages (docs/schedules.md#dualpipe)";
   const char* field = !par.layers_per_stage().empty() ? "parallel.layers_per_stage"
                       : par.has_first_stage_layers()  ? "parallel.first_stage_layers"
                       : par.has_last_stage_layers()   ? "parallel.last_stage_layers"
@@ -65,13 +64,11 @@ std::vector<LayerRange> plan_mirrored_stages(const scenario::LoadedScenario& sce
   if (field)
     throw Error(scenario.locations.locate(field),
                 std::string(field) + " splits the layers over pp × virtual_stages stages, but the actions file's "
-                "bidirectional layout runs " + why,
+                "bidirectional layout runs DualPipe's two pipelines, each the whole model in pp stages "
+                "(docs/schedules.md#dualpipe)",
                 "drop the field: the layers are split evenly over pp");
-  if (layers % pp != 0)
-    throw Error(scenario.locations.locate("model.llm.num_layers"),
-                std::to_string(layers) + " layers do not split evenly over pp = " + std::to_string(pp) + " stages; " +
-                    why,
-                "choose pp dividing the layer count");
+  // Scenario validation has checked that pp × virtual_stages divides the
+  // layers, so pp does.
   const int64_t per_stage = layers / pp;
   std::vector<LayerRange> ranges(static_cast<size_t>(2 * pp));
   for (int64_t k = 0; k < 2 * pp; ++k) ranges[static_cast<size_t>(k)] = {(k % pp) * per_stage, per_stage};

@@ -23,7 +23,7 @@ std::vector<LayerRange> plan_stages(const scenario::LoadedScenario& scenario);
 // pp stages, virtual stage k holding model stage k mod pp (both pipelines
 // hold the whole model). Throws lacuna::Error, naming the field, for
 // layers_per_stage or an uneven first or last stage (written for 2·pp
-// stages of one pipeline), and for a layer count pp does not divide.
+// stages of one pipeline).
 std::vector<LayerRange> plan_mirrored_stages(const scenario::LoadedScenario& scenario);
 
 }  // namespace lacuna::compiler

@@ -386,11 +386,12 @@ StageLayout infer_layout(const ActionSchedule& s, const PipelineShape& shape, co
     // DualPipe's two pipelines place stages as the V does; they differ in
     // where microbatches go: each half of them stays in one half of the
     // stages (one pipeline), where the V runs every microbatch through all.
+    PipelineShape two = shape;
+    two.layout = StageLayout::kBidirectional;
     bool split = shape.microbatches % 2 == 0;
     for (size_t r = 0; r < s.size() && split; ++r)
       for (const auto& a : s[r])
-        if (a && a->module.empty() && has_microbatch(a->type) &&
-            (a->stage < shape.pp) != (a->microbatch < shape.microbatches / 2))
+        if (a && a->module.empty() && has_microbatch(a->type) && !stage_runs(two, a->stage, a->microbatch))
           split = false;
     return split ? StageLayout::kBidirectional : StageLayout::kV;
   }

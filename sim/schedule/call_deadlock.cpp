@@ -95,13 +95,10 @@ void check_blocking_calls(const ActionSchedule& s, const PipelineShape& shape,
   int32_t first_rank = -1;
   size_t first_step = 0;
   auto call_text = [&](size_t r, size_t k) {
-    const P2pCall& call = calls[r][k];
-    const std::string where =
-        call.after < 0 ? "before its first pass"
-                       : fmt::format("after {} (step {})",
-                                     to_string(*s[r][rp[r].step[static_cast<size_t>(call.after)]]),
-                                     rp[r].step[static_cast<size_t>(call.after)]);
-    return where;
+    const int32_t after = calls[r][k].after;
+    if (after < 0) return std::string("before its first pass");
+    const size_t step = rp[r].step[static_cast<size_t>(after)];
+    return fmt::format("after {} (step {})", to_string(*s[r][step]), step);
   };
   for (size_t r = 0; r < ranks; ++r) {
     if (at[r] >= calls[r].size()) continue;
@@ -113,7 +110,7 @@ void check_blocking_calls(const ActionSchedule& s, const PipelineShape& shape,
       const bool send = index < call.sends.size();
       const int32_t pass = send ? call.sends[index] : call.recvs[index - call.sends.size()];
       const Action& a = rp[r].passes[static_cast<size_t>(pass)];
-      const auto& pair = sides[key_of(shape, static_cast<int32_t>(r), a, send)];
+      const auto& pair = sides.at(key_of(shape, static_cast<int32_t>(r), a, send));
       const Side& other = send ? pair.second : pair.first;
       const size_t peer = static_cast<size_t>(other.rank);
       waits = fmt::format("{} {} of {}, which rank {} reaches only in its call {}, while it waits in its call {}",

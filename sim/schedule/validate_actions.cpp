@@ -39,9 +39,9 @@ class Checker {
     for (const RankActions& r : s_)
       for (const auto& a : r)
         if (a && a->module.empty() && slot_of(a->type) >= 0) ++passes;
-    // A microbatch passes through every stage, or (bidirectional) through
-    // the pp stages of its own pipeline.
-    const int32_t visited = shape_.layout == StageLayout::kBidirectional ? shape_.pp : stages_;
+    // A microbatch passes through every model stage once (bidirectional:
+    // the pp stages of its own pipeline).
+    const int32_t visited = model_stages(shape_);
     const int64_t needed = 2 * static_cast<int64_t>(visited) * shape_.microbatches;
     if (passes < needed)
       throw Error(SourceLocation{file_, 0, 0, "schedule"},
