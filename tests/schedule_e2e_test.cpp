@@ -5,6 +5,7 @@
 // is refused naming the rank, the step and the action.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -340,6 +341,55 @@ TEST(ScheduleE2E, MicrobatchGroupsReorderTheInterleavedSchedule) {
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("parallel.microbatch_group_size_per_vp_stage: grouping 8 microbatches by 7 leaves a last "
                           "group of 1"),
+            std::string::npos)
+      << r.output;
+}
+
+// Full recompute (docs/schedules.md#recompute-actions): gpt-1.3b-8gpu
+// recomputing every layer, with overlapped p2p. Its dumped schedule writes
+// each backward's recompute inside it ("R&B") and runs as the built-in 1F1B
+// to the nanosecond; each R unpaired, run right before its backward as a
+// pass of its own, recomputes while the gradient is on its way: a shorter
+// iteration, more memory at the peak.
+TEST(ScheduleE2E, RecomputeActionsPlaceTheReForward) {
+  TempDir dir("recompute-actions");
+  std::string base = read_file(source_path("scenarios/llm/gpt-1.3b-8gpu.pbtxt"));
+  for (const auto& [from, to] :
+       {std::pair<std::string, std::string>{"recompute: RECOMPUTE_NONE", "recompute: RECOMPUTE_FULL"},
+        {"software: \"megatron-core-0.12\"", "software: \"megatron-core-0.12\" pipeline_p2p: P2P_OVERLAPPED"}}) {
+    ASSERT_NE(base.find(from), std::string::npos) << from;
+    base.replace(base.find(from), from.size(), to);
+  }
+  const std::string builtin = dir / "full.pbtxt";
+  std::ofstream(builtin) << base;
+  const auto d = run_lacuna("compile " + builtin + " --dump-schedule " + (dir / "paired.txt"));
+  ASSERT_EQ(d.exit_code, 0) << d.output;
+  const std::string paired = read_file(dir / "paired.txt");
+  EXPECT_NE(paired.find("rank 0: 0F0 0F1 0R0&0B0 0F2 0R1&0B1"), std::string::npos) << paired;
+  std::string lone = paired;
+  std::replace(lone.begin(), lone.end(), '&', ' ');
+  std::ofstream(dir / "lone.txt") << lone;
+  auto custom = [&](const std::string& file) {
+    const std::string path = dir / (file + ".pbtxt");
+    std::ofstream(path) << std::regex_replace(base, std::regex("schedule \\{[^}]*\\}"),
+                                              "schedule { actions_file: \"" + file + ".txt\" }");
+    return path;
+  };
+  const int64_t t_builtin = iteration_ns(dir, builtin, "builtin");
+  EXPECT_EQ(iteration_ns(dir, custom("paired"), "paired"), t_builtin);
+  const auto c = run_lacuna("check " + custom("lone"));
+  ASSERT_EQ(c.exit_code, 0) << c.output;
+  EXPECT_NE(c.output.find("16 recomputes run ahead of their backward as passes of their own"), std::string::npos)
+      << c.output;
+  EXPECT_LT(iteration_ns(dir, custom("lone"), "lone"), t_builtin);
+  // Without full recompute an R is refused, naming the setting.
+  std::string none = base;
+  none.replace(none.find("RECOMPUTE_FULL"), 14, "RECOMPUTE_NONE");
+  std::ofstream(dir / "none.pbtxt") << none;
+  const auto r = run_lacuna("check " + (dir / "none.pbtxt") + " --schedule " + (dir / "lone.txt"));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("rank 0, step 2: 0R0 recomputes whole layers, but the scenario's parallel.recompute is "
+                          "RECOMPUTE_NONE"),
             std::string::npos)
       << r.output;
 }

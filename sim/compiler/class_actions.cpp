@@ -158,7 +158,8 @@ schedule::RankActions class_actions(const ir::RankClass& rank_class, const Stage
   });
   schedule::RankActions out;
   out.reserve(pieces.size());
-  for (const Piece& piece : pieces) {
+  for (size_t k = 0; k < pieces.size(); ++k) {
+    const Piece& piece = pieces[k];
     const PassOfKernels& p = passes[piece.pass];
     schedule::ScheduleAction a;
     a.type = p.type;
@@ -166,6 +167,16 @@ schedule::RankActions class_actions(const ir::RankClass& rank_class, const Stage
     a.microbatch = p.microbatch;
     a.module = module_names[static_cast<size_t>(p.module)];
     if (piece_count[piece.pass] > 1) a.kernels = schedule::KernelRange{piece.begin, piece.end};
+    // A whole recompute whose kernels interleave with its whole backward's,
+    // right after it: "R&B", Megatron-LM's placement. One that ran before
+    // its backward's first kernel reads as a lone R (a one-layer stage's
+    // recompute too: its kernels cannot tell).
+    const int32_t q = partner[piece.pass];
+    if (p.type == ActionType::kRecompute && q >= 0 && piece_count[piece.pass] == 1 &&
+        piece_count[static_cast<size_t>(q)] == 1 && k + 1 < pieces.size() &&
+        pieces[k + 1].pass == static_cast<size_t>(q) &&
+        p.kernels.back() > passes[static_cast<size_t>(q)].kernels.front())
+      a.overlaps_next = true;
     out.push_back(std::move(a));
   }
   return out;

@@ -34,7 +34,8 @@ using StageOf = std::function<int32_t(int32_t module, int32_t chunk)>;
 // is written as one action per consecutive piece, each with its kernel range
 // within the pass ("0F3@0-12", then "vit:0F5@0-4", then "0F3@12-40"). A
 // recompute and its microbatch's backward, which interleave group by group,
-// do not cut each other: they read as R, then B.
+// do not cut each other: they read as "R&B" (a recompute wholly before its
+// backward's first kernel as a lone R; docs/schedules.md#recompute-actions).
 // Input- and weight-gradient kernels of one microbatch form separate I and W
 // passes when all input-gradient kernels come first (a full backward
 // interleaves them layer by layer); a backward without weight-gradient

@@ -16,6 +16,7 @@
 #include "sim/schedule/dualpipe.h"
 #include "sim/schedule/dualpipev.h"
 #include "sim/schedule/lower_p2p.h"
+#include "sim/schedule/lower_recompute.h"
 #include "sim/schedule/validate_actions.h"
 #include "sim/schedule/zbv.h"
 
@@ -42,11 +43,18 @@ bool blocking_p2p(const scenario::LoadedScenario& scenario) {
   return scenario::resolve_execution(scenario.spec, scenario.locations).pipeline_p2p() == scenario::P2P_BLOCKING;
 }
 
+// The scenario's parallel.recompute by name (schedule/lower_recompute.h).
+std::string recompute_name(const scenario::LoadedScenario& scenario) {
+  return scenario::Recompute_Name(scenario.spec.parallel().recompute());
+}
+
 // Reads, parses and checks the file; `shape` gets the stage layout its
 // actions follow (looped, V or bidirectional). `blocking`: the scenario runs
 // blocking p2p calls, which must not deadlock (schedule/call_deadlock.h).
+// `recompute`: parallel.recompute, which R actions need to be full.
 schedule::ActionSchedule read_actions(const std::string& path, schedule::PipelineShape& shape,
-                                      const schedule::DpSettings& dp, bool blocking, const SourceLocation& named_by) {
+                                      const schedule::DpSettings& dp, bool blocking, const std::string& recompute,
+                                      const SourceLocation& named_by) {
   std::string text;
   try {
     text = read_input_file(path, kActionsInput);
@@ -59,6 +67,7 @@ schedule::ActionSchedule read_actions(const std::string& path, schedule::Pipelin
   schedule::ActionSchedule actions = schedule::parse_schedule(text, path);
   if (static_cast<int32_t>(actions.size()) == shape.pp) shape.layout = schedule::infer_layout(actions, shape, path);
   schedule::validate_actions(actions, shape, path);
+  schedule::check_recompute_actions(actions, recompute, path);
   const auto passes = schedule::to_schedule(actions, shape, path);  // what the builder's form cannot hold
   // Written-out transfers, each where it belongs; under blocking p2p, the
   // calls the compiler will issue (those, or the generic rule's), run to
@@ -93,7 +102,8 @@ CustomSchedule load_custom_schedule(const scenario::LoadedScenario& scenario, sc
   const std::string path = actions_file_path(scenario);
   const schedule::DpSettings dp = scenario_dp_settings(scenario);
   const schedule::ActionSchedule actions =
-      read_actions(path, shape, dp, blocking_p2p(scenario), scenario.locations.locate("schedule.actions_file"));
+      read_actions(path, shape, dp, blocking_p2p(scenario), recompute_name(scenario),
+                   scenario.locations.locate("schedule.actions_file"));
   CustomSchedule out;
   out.passes = schedule::to_schedule(actions, shape, path);
   out.overlapped_pairs = schedule::overlapped_pairs(actions);
@@ -132,7 +142,7 @@ schedule::ActionSchedule scenario_actions(const scenario::LoadedScenario& scenar
   schedule::ActionSchedule actions =
       kind == scenario::CUSTOM
           ? read_actions(actions_file_path(scenario), shape, scenario_dp_settings(scenario), blocking_p2p(scenario),
-                         scenario.locations.locate("schedule.actions_file"))
+                         recompute_name(scenario), scenario.locations.locate("schedule.actions_file"))
           : schedule::to_actions(schedule::build_schedule(kind, shape), shape);
   if (shape_out != nullptr) *shape_out = shape;
   return actions;
@@ -142,7 +152,7 @@ schedule::ActionSchedule check_actions_file(const scenario::LoadedScenario& scen
                                             const std::string& option, schedule::PipelineShape* shape_out) {
   schedule::PipelineShape shape = scenario_pipeline_shape(scenario);
   schedule::ActionSchedule actions =
-      read_actions(path, shape, scenario_dp_settings(scenario), blocking_p2p(scenario),
+      read_actions(path, shape, scenario_dp_settings(scenario), blocking_p2p(scenario), recompute_name(scenario),
                    SourceLocation{path, 0, 0, option});
   if (shape_out != nullptr) *shape_out = shape;
   return actions;

@@ -149,7 +149,10 @@ StageProgram StageBuilder::build() {
 
 void StageBuilder::run_pass(int32_t i) {
   const schedule::Action& a = in_.actions[static_cast<size_t>(i)];
-  (a.pass == Pass::kForward ? forward(i, a) : backward(i, a)).finish();
+  (a.pass == Pass::kForward     ? forward(i, a)
+   : a.pass == Pass::kRecompute ? recompute(a)
+                                : backward(i, a))
+      .finish();
 }
 
 bool StageBuilder::overlapped_pair(int32_t i) {
@@ -283,6 +286,7 @@ PassEmission StageBuilder::backward(int32_t i, schedule::Action a) {
   // overlap_grad_reduce); the last bucket goes after the pass, as below.
   const bool reduces =
       dp_ops_ && in_.overlap_grad_reduce && i == last_backward_[a.chunk] && reduce_after_[a.chunk] == i;
+  const bool recomputed = recomputed_.count({a.chunk, a.microbatch}) > 0;
   const auto& bwd_buckets = buckets_[a.chunk];
   size_t reduced = 0;
   for (int32_t si = num_segs - 1; si >= 0; --si) {
@@ -309,9 +313,13 @@ PassEmission StageBuilder::backward(int32_t i, schedule::Action a) {
         OpContext layer_ctx = ctx;
         layer_ctx.layer = static_cast<int32_t>(l);
         Emitter::Emitted out;
-        for (const model::Step& step : layer_backward_of(w, l, full))
-          if (em().emit_step(step, filter, layer_ctx, out)) co_yield 0;
-        if (full) em().add_memory(out.last_recompute, recompute_activation_of(w, l));
+        // After an R pass the layer's re-forward has run: its backward alone.
+        const std::vector<model::Step>& steps = layer_backward_of(w, l, full);
+        const bool ran = full && recomputed && seg.module == 0;
+        const size_t from = ran ? recompute_prefix(steps) : 0;
+        for (size_t k = from; k < steps.size(); ++k)
+          if (em().emit_step(steps[k], filter, layer_ctx, out)) co_yield 0;
+        if (full && !ran) em().add_memory(out.last_recompute, recompute_activation_of(w, l));
         const Bytes held = full ? Bytes(activation_of(w, l, true) + recompute_activation_of(w, l))
                                 : activation_of(w, l, false);
         if (finishes) em().add_memory(out.last, -held);
@@ -339,6 +347,34 @@ PassEmission StageBuilder::backward(int32_t i, schedule::Action a) {
     for (; reduced < bwd_buckets.size(); ++reduced) rest.push_back(&bwd_buckets[reduced]);
     hand_off(rest, a.chunk);
   }
+}
+
+PassEmission StageBuilder::recompute(schedule::Action a) {
+  const int32_t vs = schedule::virtual_stage(in_.pipeline, in_.pp_rank, a.chunk);
+  const OpContext ctx{ir::RECOMPUTE, a.microbatch, a.chunk, -1};
+  // What the backward would re-run layer by layer, in forward order: each
+  // layer's re-forward materialises what the layer keeps without recompute,
+  // held until its backward frees it.
+  for (const Segment& seg : segments_[vs]) {
+    const ModuleWork& w = work(seg);
+    // R is the LLM's action (a schedule file orders the LLM's passes only).
+    if (seg.module != 0 || in_.recompute != scenario::RECOMPUTE_FULL) continue;
+    ModuleStamp stamp(b_);
+    for (int64_t l = seg.first; l < seg.first + seg.count; ++l) {
+      if (!recomputes_layer(w, seg, l)) continue;
+      OpContext layer_ctx = ctx;
+      layer_ctx.layer = static_cast<int32_t>(l);
+      const std::vector<model::Step>& steps = layer_backward_of(w, l, true);
+      const size_t n = recompute_prefix(steps);
+      Emitter::Emitted out;
+      for (size_t k = 0; k < n; ++k)
+        if (em().emit_step(steps[k], Filter::kAll, layer_ctx, out)) co_yield 0;
+      em().add_memory(out.last_recompute, recompute_activation_of(w, l));
+    }
+    em().flush(ctx);
+    stamp.apply(seg.module);
+  }
+  recomputed_.insert({a.chunk, a.microbatch});
 }
 
 }  // namespace lacuna::compiler

@@ -12,6 +12,8 @@
 #pragma once
 
 #include <cstdint>
+#include <set>
+#include <utility>
 #include <vector>
 
 #include "sim/compiler/pass_emission.h"
@@ -30,6 +32,10 @@ class StageBuilder {
   // collective (pass_emission.h); run_pass runs one to its end.
   PassEmission forward(int32_t action_index, schedule::Action a);
   PassEmission backward(int32_t action_index, schedule::Action a);
+  // A schedule file's lone R: the chunk's checkpointed layers re-run
+  // forward for that microbatch, ahead of its backward, which then runs
+  // without them (docs/schedules.md#recompute-actions).
+  PassEmission recompute(schedule::Action a);
   void run_pass(int32_t action_index);
   // DualPipe's F&B: passes i (a forward) and i + 1 (a backward of another
   // stage) emitted in turns, switching at each collective, each with its own
@@ -126,6 +132,8 @@ class StageBuilder {
   std::vector<int32_t> boundary_module_;
   std::vector<std::vector<schedule::P2pCall>> calls_after_;  // [after + 1]
   std::vector<int32_t> first_forward_, last_backward_;  // per chunk: action index
+  // (chunk, microbatch) whose recompute ran as an R pass of its own.
+  std::set<std::pair<int32_t, int32_t>> recomputed_;
   std::vector<int32_t> reduce_order_;  // chunks in the order their backward finishes (or REDUCE_GRAD order)
   // Per chunk, the pass after which its gradients go to DP (its last
   // backward, or where a schedule file's REDUCE_GRAD puts it); the chunks

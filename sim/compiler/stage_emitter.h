@@ -12,6 +12,7 @@
 #include "sim/compiler/class_builder.h"
 #include "sim/compiler/rank_layout.h"
 #include "sim/compiler/stage_program.h"
+#include "sim/core/error.h"
 #include "sim/model/kernels.h"
 #include "sim/model/layer.h"
 
@@ -161,6 +162,24 @@ class ModuleStamp {
   std::array<int32_t, static_cast<size_t>(StreamId::kCount)> start_{};
 };
 
+
+// Full recompute's re-forward within a layer's backward step list: the
+// leading steps of phase RECOMPUTE (model::layer_backward puts the whole
+// forward, with its communication, first). Throws InternalError when a
+// RECOMPUTE step follows the backward's own, which an R pass could not
+// move.
+inline size_t recompute_prefix(const std::vector<model::Step>& steps) {
+  auto phase = [](const model::Step& s) {
+    if (const auto* k = std::get_if<model::Kernel>(&s)) return k->phase;
+    return std::get<model::CommPoint>(s).phase;
+  };
+  size_t n = 0;
+  while (n < steps.size() && phase(steps[n]) == ir::RECOMPUTE) ++n;
+  for (size_t i = n; i < steps.size(); ++i)
+    if (phase(steps[i]) == ir::RECOMPUTE)
+      throw InternalError("recompute_prefix: a recompute step inside the backward (internal)");
+  return n;
+}
 
 // Block recompute (recompute_num_layers): only the first N layers of a
 // module in a virtual stage recompute.

@@ -233,12 +233,14 @@ int64_t estimate_ops(const StageInputs& in) {
     const int32_t vs = schedule::virtual_stage(in.pipeline, in.pp_rank, a.chunk);
     for (const Segment& seg : stage_segments(in, vs)) {
       const PerLayer& p = modules.at(static_cast<size_t>(seg.module));
-      const int64_t ops = a.pass == Pass::kForward         ? p.fwd
+      // R re-runs the forward (an estimate: the re-forward's op count).
+      const bool forward = a.pass == Pass::kForward || a.pass == Pass::kRecompute;
+      const int64_t ops = forward                          ? p.fwd
                           : a.pass == Pass::kBackward      ? p.bwd
                           : a.pass == Pass::kBackwardInput ? p.bwd_b
                                                            : p.bwd_w;
       if (seg.module == 0 && in.shape.moe.enabled()) {
-        const int64_t moe_ops = a.pass == Pass::kForward         ? moe.fwd
+        const int64_t moe_ops = forward                          ? moe.fwd
                                 : a.pass == Pass::kBackward      ? moe.bwd
                                 : a.pass == Pass::kBackwardInput ? moe.bwd_b
                                                                  : moe.bwd_w;

@@ -14,6 +14,7 @@
 #include "sim/placement/modules.h"
 #include "sim/schedule/lower_dp.h"
 #include "sim/schedule/lower_p2p.h"
+#include "sim/schedule/lower_recompute.h"
 
 namespace lacuna::placement {
 namespace {
@@ -103,6 +104,9 @@ schedule::ActionSchedule schedule_actions(const scenario::LoadedScenario& scenar
   if (spec.model().encoders_size() == 0) {
     schedule::PipelineShape shape;
     schedule::ActionSchedule actions = compiler::scenario_actions(scenario, &shape);
+    // Full recompute: where each backward's re-forward runs ("R&B", inside
+    // it, unless a file moved it ahead).
+    if (spec.parallel().recompute() == scenario::RECOMPUTE_FULL) actions = schedule::add_recompute_actions(actions);
     return lowered(std::move(actions), spec.schedule().kind(), shape);
   }
   const auto kind = spec.placement().kind();

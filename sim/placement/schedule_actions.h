@@ -10,7 +10,9 @@
 
 namespace lacuna::placement {
 
-// LLM-only scenarios: the built-in schedule's or the actions file's actions.
+// LLM-only scenarios: the built-in schedule's or the actions file's actions,
+// under full recompute with each backward's recompute ("R&B" unless the
+// file placed an R; schedule::add_recompute_actions).
 // The Megatron-LM multimodal placements (MEGATRON_BASELINE, MEGATRON_BALANCED,
 // MEGATRON_LAYER_SPLIT) run one pipeline over encoder and LLM stages: its
 // actions, from the compiled program's schedule kind, pipeline size, model

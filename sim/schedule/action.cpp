@@ -85,6 +85,10 @@ std::string_view type_token(ActionType t) {
 
 bool is_compute(ActionType t) { return t <= ActionType::kRecompute; }
 
+bool builder_pass(const std::optional<ScheduleAction>& a) {
+  return a && a->module.empty() && pass_of(a->type) && !(a->type == ActionType::kRecompute && a->overlaps_next);
+}
+
 bool is_transfer(ActionType t) {
   return (t >= ActionType::kSendForward && t <= ActionType::kRecvBackward) || t == ActionType::kBoundarySend ||
          t == ActionType::kBoundaryRecv;
@@ -101,6 +105,7 @@ std::optional<Pass> pass_of(ActionType t) {
     case ActionType::kBackward: return Pass::kBackward;
     case ActionType::kBackwardInput: return Pass::kBackwardInput;
     case ActionType::kBackwardWeight: return Pass::kBackwardWeight;
+    case ActionType::kRecompute: return Pass::kRecompute;
     default: return std::nullopt;
   }
 }
@@ -110,6 +115,7 @@ ActionType action_type_of(Pass p) {
     case Pass::kForward: return ActionType::kForward;
     case Pass::kBackward: return ActionType::kBackward;
     case Pass::kBackwardInput: return ActionType::kBackwardInput;
+    case Pass::kRecompute: return ActionType::kRecompute;
     case Pass::kBackwardWeight: break;
   }
   return ActionType::kBackwardWeight;
@@ -218,7 +224,8 @@ ActionSchedule parse_schedule(std::string_view text, const std::string& file) {
     }
     auto at = [&](size_t col) { return SourceLocation{file, line_no, static_cast<int>(col + 1), "schedule"}; };
     // One token: an action, a batched call "a+b+c" of sends and receives, or
-    // an overlapped pair "F&B" (a forward, then a backward).
+    // a pair "F&B" (DualPipe's overlapped forward and backward) or "R&B" (a
+    // recompute interleaved with its own backward).
     auto parse_call = [&](std::string_view token, size_t column, RankActions& into) {
       size_t start = 0;
       const size_t first = into.size();
@@ -236,10 +243,16 @@ ActionSchedule parse_schedule(std::string_view text, const std::string& file) {
           refuse("only sends and receives join into one call with '+'", "write compute passes as separate actions");
         if (before == '&' && after != ' ')
           refuse("an overlapped pair '&' is two passes", "write \"F&B\": one forward and one backward");
-        if (after == '&' && a.type != ActionType::kForward)
-          refuse("an overlapped pair starts with its forward", "write \"F&B\", e.g. 0F5&7B1");
+        if (after == '&' && a.type != ActionType::kForward && a.type != ActionType::kRecompute)
+          refuse("an overlapped pair starts with a forward (F&B) or a recompute (R&B)",
+                 "write \"F&B\", e.g. 0F5&7B1, or \"R&B\", e.g. 3R1&3B1");
         if (before == '&' && a.type != ActionType::kBackward && a.type != ActionType::kBackwardInput)
           refuse("an overlapped pair ends with a backward (B or I)", "write \"F&B\", e.g. 0F5&7B1");
+        if (before == '&' && into.size() > first && into.back()->type == ActionType::kRecompute &&
+            (into.back()->stage != a.stage || into.back()->microbatch != a.microbatch ||
+             into.back()->module != a.module))
+          refuse("a recompute interleaves with its own backward only",
+                 "write \"R&B\" of one stage and microbatch, e.g. 3R1&3B1");
         if ((before == '&' || after == '&') && (a.kernels || into.size() > first + (before == '&' ? 1 : 0)))
           refuse(a.kernels ? "an overlapped pair runs whole passes" : "'&' pairs two passes and does not mix with '+'",
                  "write \"F&B\", e.g. 0F5&7B1");
@@ -442,12 +455,6 @@ std::vector<std::vector<Action>> to_schedule(const ActionSchedule& s, const Pipe
       if (a->kernels)
         refuse(r, step, fmt::format("{} cuts a pass into kernels; a schedule file runs whole passes", to_string(*a)),
                "drop the @FIRST-END range");
-      const std::optional<Pass> pass = pass_of(a->type);
-      if (!pass)
-        refuse(r, step,
-               fmt::format("{}: recomputation follows parallel.recompute; a schedule file does not place it",
-                           to_string(*a)),
-               "drop the R actions");
       const int32_t stages = shape.pp * shape.virtual_stages;
       if (a->stage >= stages)
         refuse(r, step, fmt::format("{} names stage {}, but the pipeline has {} stages (pp {} × virtual stages {})",
@@ -462,8 +469,9 @@ std::vector<std::vector<Action>> to_schedule(const ActionSchedule& s, const Pipe
         refuse(r, step, fmt::format("{} names microbatch {}, but the iteration has {}", to_string(*a), a->microbatch,
                                     shape.microbatches),
                "number microbatches 0 to " + std::to_string(shape.microbatches - 1));
-      // An overlapped pair (overlaps_next) runs as its two passes in order.
-      out[r].push_back({*pass, a->microbatch, chunk_of_stage(shape, a->stage)});
+      // An overlapped pair (overlaps_next) runs as its two passes in order;
+      // "R&B" is the backward alone (builder_pass).
+      if (builder_pass(a)) out[r].push_back({*pass_of(a->type), a->microbatch, chunk_of_stage(shape, a->stage)});
     }
   }
   return out;
@@ -474,7 +482,7 @@ std::vector<std::vector<int32_t>> overlapped_pairs(const ActionSchedule& s) {
   for (size_t r = 0; r < s.size(); ++r) {
     int32_t index = 0;  // counts what to_schedule keeps: the LLM's compute passes
     for (const auto& a : s[r]) {
-      if (!a || !a->module.empty() || !pass_of(a->type)) continue;
+      if (!builder_pass(a)) continue;
       if (a->overlaps_next) out[r].push_back(index);
       ++index;
     }

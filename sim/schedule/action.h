@@ -75,11 +75,14 @@ struct ScheduleAction {
   // Sends and receives only: issued in one batched call with the next
   // action (Megatron-LM's batch_isend_irecv). Written "0SEND_F3+0RECV_B1".
   bool joins_next = false;
-  // A forward only: DualPipe's overlapped pair with the next action, a
-  // backward (B or I) of another stage, written "0F5&7B1" (the "F&B" of the
+  // A forward: DualPipe's overlapped pair with the next action, a backward
+  // (B or I) of another stage, written "0F5&7B1" (the "F&B" of the
   // DeepSeek-V3 report). The compiler runs the pair back to back, forward
   // first, as DualPipe's runtime does for a module without an
   // overlapped_forward_backward (docs/schedules.md#dualpipev).
+  // A recompute: interleaved with the next action, its own backward,
+  // checkpointed group by group, "3R1&3B1" (Megatron-LM's full recompute;
+  // docs/schedules.md#recompute-actions).
   bool overlaps_next = false;
   bool operator==(const ScheduleAction&) const = default;
 };
@@ -87,11 +90,16 @@ struct ScheduleAction {
 // Sends and receives (pipeline and boundary): what can join a batched call.
 bool is_transfer(ActionType t);
 
-// The builder's pass (schedule.h) of a compute action: F, B, I and W; nullopt
-// for a recompute and for every communication action.
+// The builder's pass (schedule.h) of a compute action: F, B, I, W and R;
+// nullopt for every communication action.
 std::optional<Pass> pass_of(ActionType t);
 // And back.
 ActionType action_type_of(Pass p);
+// Whether to_schedule keeps `a` as one of its rank's passes: an LLM compute
+// action, except a recompute paired with its own backward ("R&B"), which is
+// that backward recomputing inside itself, layer by layer: the builder's
+// default for a backward without an R (docs/schedules.md#recompute-actions).
+bool builder_pass(const std::optional<ScheduleAction>& a);
 
 // "vit:0F1@4-9". Round-trips through parse_action.
 std::string to_string(const ScheduleAction& a);
@@ -149,7 +157,8 @@ ActionSchedule to_actions(const std::vector<std::vector<Action>>& schedule, cons
 // actions are the lowering's; they are checked, then left out), each stage
 // mapped to its chunk. Throws (with the grid) for an action the builder's
 // form cannot hold: a stage not on its rank in Megatron-LM's layout, an
-// encoder's action, a recompute or a kernel range.
+// encoder's action or a kernel range. An "R&B" pair is its backward alone
+// (builder_pass); a lone R is a Pass::kRecompute.
 std::vector<std::vector<Action>> to_schedule(const ActionSchedule& s, const PipelineShape& shape,
                                              const std::string& file);
 

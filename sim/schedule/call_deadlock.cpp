@@ -43,7 +43,7 @@ void check_blocking_calls(const ActionSchedule& s, const PipelineShape& shape,
     rp[r].passes = passes[r];
     for (size_t step = 0; step < s[r].size(); ++step) {
       const auto& a = s[r][step];
-      if (a && a->module.empty() && pass_of(a->type)) rp[r].step.push_back(step);
+      if (builder_pass(a)) rp[r].step.push_back(step);
     }
   }
   // Both sides of every transfer.

@@ -15,7 +15,8 @@ bool is_dp_action(const std::optional<ScheduleAction>& a) {
          (a->type == ActionType::kUnshard || a->type == ActionType::kReshard || a->type == ActionType::kReduceGrad);
 }
 
-bool is_llm_compute(const std::optional<ScheduleAction>& a) { return a && a->module.empty() && pass_of(a->type); }
+// The rank's passes as to_schedule numbers them.
+bool is_llm_compute(const std::optional<ScheduleAction>& a) { return builder_pass(a); }
 
 // Per chunk, the index (among the rank's LLM passes) of its last B or W: the
 // pass that completes its gradients; -1 for a chunk without one.

@@ -2,6 +2,7 @@
 
 #include <map>
 #include <tuple>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -12,7 +13,12 @@ namespace {
 
 bool is_pipeline_p2p(ActionType t) { return t >= ActionType::kSendForward && t <= ActionType::kRecvBackward; }
 
-bool is_llm_pass(const std::optional<ScheduleAction>& a) { return a && a->module.empty() && pass_of(a->type); }
+// The rank's passes as to_schedule numbers them (an "R&B" pair is its B).
+bool is_llm_pass(const std::optional<ScheduleAction>& a) { return builder_pass(a); }
+
+bool is_paired_recompute(const std::optional<ScheduleAction>& a) {
+  return a && a->module.empty() && a->type == ActionType::kRecompute && a->overlaps_next;
+}
 
 // The transfer that carries action `a`'s input (recv) or output (send).
 ScheduleAction transfer(const Action& a, int32_t stage, bool send) {
@@ -43,10 +49,17 @@ ActionSchedule lower_p2p(const ActionSchedule& s, lacuna::scenario::ScheduleKind
     // Data-parallel actions keep their place: [k] follows pass k − 1 (and
     // its calls); [0] leads the rank.
     std::vector<std::vector<ScheduleAction>> kept(1);
+    // An "R&B" pair's recompute, in front of its backward (after the calls
+    // before that backward: the gradient arrives, then both run).
+    std::vector<std::optional<ScheduleAction>> paired;
+    std::optional<ScheduleAction> pending;
     for (const auto& a : s[r])
-      if (is_llm_pass(a)) {
+      if (is_paired_recompute(a)) {
+        pending = *a;
+      } else if (is_llm_pass(a)) {
         passes.push_back({*pass_of(a->type), a->microbatch, chunk_of_stage(shape, a->stage)});
         compute.push_back(*a);
+        paired.push_back(std::exchange(pending, std::nullopt));
         kept.emplace_back();
       } else if (a && a->module.empty() &&
                  (a->type == ActionType::kUnshard || a->type == ActionType::kReshard ||
@@ -67,6 +80,7 @@ ActionSchedule lower_p2p(const ActionSchedule& s, lacuna::scenario::ScheduleKind
     };
     size_t next_call = 0;
     for (int32_t i = -1; i < static_cast<int32_t>(passes.size()); ++i) {
+      if (i >= 0 && paired[static_cast<size_t>(i)]) out[r].push_back(paired[static_cast<size_t>(i)]);
       if (i >= 0) out[r].push_back(compute[static_cast<size_t>(i)]);
       if (i < 0) out[r].insert(out[r].end(), kept[0].begin(), kept[0].end());
       for (; next_call < calls.size() && calls[next_call].after == i; ++next_call) emit(calls[next_call]);
@@ -91,7 +105,7 @@ std::vector<P2pCall> p2p_calls_of(const ActionSchedule& s, int32_t rank, const P
     const auto& a = actions[step];
     if (!is_llm_pass(a)) continue;
     const Action p{*pass_of(a->type), a->microbatch, chunk_of_stage(shape, a->stage)};
-    if (p.pass != Pass::kBackwardWeight)
+    if (p.pass != Pass::kBackwardWeight && p.pass != Pass::kRecompute)
       index[{p.pass == Pass::kForward, a->stage, a->microbatch}] = static_cast<int32_t>(passes.size());
     passes.push_back(p);
     step_of.push_back(step);

@@ -31,7 +31,8 @@ ActionComm action_comm(const PipelineShape& shape, int32_t rank, const Action& a
     case Pass::kForward: return {prev_remote, next_remote};
     case Pass::kBackward:
     case Pass::kBackwardInput: return {next_remote, prev_remote};
-    case Pass::kBackwardWeight: return {false, false};
+    case Pass::kBackwardWeight:
+    case Pass::kRecompute: return {false, false};
   }
   return {};
 }

@@ -202,6 +202,7 @@ std::string to_string(Pass p) {
     case Pass::kBackward: return "BW";
     case Pass::kBackwardInput: return "B";
     case Pass::kBackwardWeight: return "W";
+    case Pass::kRecompute: return "R";
   }
   return "?";
 }

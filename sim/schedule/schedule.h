@@ -17,6 +17,11 @@ enum class Pass : uint8_t {
   kBackward,        // input + weight gradient together (GPipe, 1F1B, interleaved)
   kBackwardInput,   // B (zero-bubble schedules)
   kBackwardWeight,  // W (zero-bubble schedules)
+  // R: full recompute's re-forward of the stage's checkpointed layers as a
+  // pass of its own, ahead of its backward (schedule files only: a
+  // backward without one recomputes inside itself, layer by layer, as
+  // Megatron-LM does; docs/schedules.md#recompute-actions).
+  kRecompute,
 };
 
 struct Action {

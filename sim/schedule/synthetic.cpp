@@ -132,6 +132,10 @@ class RankBuilder {
       case Pass::kBackwardWeight:
         compute(ir::BACKWARD_WEIGHT, times_.backward_weight, a);
         break;
+      case Pass::kRecompute:
+        // Full recompute re-runs the stage's forward; it moves no tensor.
+        compute(ir::RECOMPUTE, times_.forward, a);
+        break;
     }
   }
 

@@ -10,17 +10,18 @@ namespace lacuna::schedule {
 namespace {
 
 // Pass slots per (stage, microbatch): where each ran (rank, step), or -1.
-enum Slot : int { kF = 0, kB = 1, kI = 2, kW = 3, kSlots = 4 };
+enum Slot : int { kF = 0, kB = 1, kI = 2, kW = 3, kR = 4, kSlots = 5 };
 
-// The pass's slot: Pass's order (schedule.h); -1 for what is not F, B, I or W.
+// The pass's slot: Pass's order (schedule.h); -1 for what is not F, B, I, W or R.
 int slot_of(ActionType t) {
   const std::optional<Pass> p = pass_of(t);
   return p ? static_cast<int>(*p) : -1;
 }
 static_assert(static_cast<int>(Pass::kForward) == kF && static_cast<int>(Pass::kBackward) == kB &&
-              static_cast<int>(Pass::kBackwardInput) == kI && static_cast<int>(Pass::kBackwardWeight) == kW);
+              static_cast<int>(Pass::kBackwardInput) == kI && static_cast<int>(Pass::kBackwardWeight) == kW &&
+              static_cast<int>(Pass::kRecompute) == kR);
 
-constexpr const char* kSlotName[kSlots] = {"F", "B", "I", "W"};
+constexpr const char* kSlotName[kSlots] = {"F", "B", "I", "W", "R"};
 
 class Checker {
  public:
@@ -131,6 +132,20 @@ class Checker {
         if (b.rank < 0 && i.rank < 0) missing("B", "add its backward (B, or I and W)");
         if (i.rank >= 0 && w.rank < 0) missing("W", "a backward-input needs its backward-weight");
         if (w.rank >= 0 && i.rank < 0) missing("I", "a backward-weight needs its backward-input");
+        // A recompute re-runs the forward for the backward that follows it
+        // (both on this rank: the stage's).
+        if (const At rc = where_[index(st, mb, kR)]; rc.rank >= 0) {
+          const At back = b.rank >= 0 ? b : i;
+          if (rc.step < f.step)
+            refuse(rc.rank, rc.step, fmt::format("{}R{} recomputes a forward that has not run ({}F{} is at step {})",
+                                                 st, mb, st, mb, f.step),
+                   "move the recompute after its forward");
+          if (rc.step > back.step)
+            refuse(rc.rank, rc.step,
+                   fmt::format("{}R{} comes after its backward {}{}{} (step {})", st, mb, st, b.rank >= 0 ? "B" : "I",
+                               mb, back.step),
+                   "move the recompute before its backward");
+        }
       }
     }
   }
@@ -157,6 +172,9 @@ class Checker {
         return {};
       case kW:
         if (missing(st, kI)) return {st, mb, kI};
+        return {};
+      case kR:
+        if (missing(st, kF)) return {st, mb, kF};
         return {};
       default: return {};
     }

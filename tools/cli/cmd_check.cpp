@@ -28,14 +28,20 @@ void check_schedule(const scenario::LoadedScenario& loaded, const std::string& f
   const schedule::ActionSchedule actions =
       file.empty() ? compiler::scenario_actions(loaded, &shape)
                    : compiler::check_actions_file(loaded, file, "--schedule", &shape);
-  size_t n = 0;
-  for (const auto& r : actions) n += r.size();
-  fmt::print("# schedule {}: ok ({} pipeline ranks, {} virtual stages{}, {} microbatches, {} actions)\n",
+  size_t n = 0, ahead = 0;  // actions; recomputes run as passes of their own
+  for (const auto& r : actions) {
+    n += r.size();
+    for (const auto& a : r)
+      if (a && a->module.empty() && a->type == schedule::ActionType::kRecompute && !a->overlaps_next) ++ahead;
+  }
+  fmt::print("# schedule {}: ok ({} pipeline ranks, {} virtual stages{}, {} microbatches, {} actions{})\n",
              file.empty() ? compiler::actions_file_path(loaded) : file, shape.pp, shape.pp * shape.virtual_stages,
              shape.layout == schedule::StageLayout::kV               ? " in the V layout"
              : shape.layout == schedule::StageLayout::kBidirectional ? " in the bidirectional layout (two pipelines)"
                                                                      : "",
-             shape.microbatches, n);
+             shape.microbatches, n,
+             ahead > 0 ? fmt::format("; {} recomputes run ahead of their backward as passes of their own", ahead)
+                       : std::string());
 }
 
 int run_check(const CheckOptions& o) {
