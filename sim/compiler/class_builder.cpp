@@ -46,6 +46,7 @@ ir::Op* ClassBuilder::add(StreamId stream, const OpContext& ctx) {
   op->set_microbatch(ctx.microbatch);
   op->set_chunk(ctx.chunk);
   op->set_layer(ctx.layer);
+  op->set_module(ctx.module);
   if (stream == StreamId::kCompute && sync_next_) {
     op->set_host_sync(true);
     sync_next_ = false;

@@ -73,12 +73,17 @@ enum class EventId : int32_t {
   kCount
 };
 
-// What the ops being added belong to (copied into each Op).
+// What the ops being added belong to (copied into each Op): one type for
+// every writer of ops, the stage compiler's ClassBuilder and the
+// placements' ClassEditor (sim/placement/class_edit.h). `module`: 0 the LLM,
+// e + 1 encoder e (Op.module; the stage compiler stamps segments with
+// ModuleStamp instead).
 struct OpContext {
   ir::Phase phase = ir::PHASE_UNSPECIFIED;
   int32_t microbatch = 0;
   int32_t chunk = 0;
   int32_t layer = -1;
+  int32_t module = 0;
 };
 
 class ClassBuilder {

@@ -10,98 +10,9 @@
 
 namespace lacuna::placement::hetero {
 
-// ---------------------------------------------------------------- ClassEditor
-
-ClassEditor::ClassEditor(ir::RankClass& rank_class) : c_(rank_class) {
-  compute_ = find_stream(c_, "compute");
-  if (compute_ < 0) compute_ = add_stream(c_, "compute", ir::COMPUTE);
-}
-
-int32_t ClassEditor::stream(const std::string& name, ir::StreamKind kind) {
-  const int32_t i = find_stream(c_, name);
-  if (i >= 0) {
-    if (c_.streams(i).kind() != kind)
-      throw Error("heterogeneous placement: stream '" + name + "' of class " + c_.name() + " exists with kind " +
-                  ir::StreamKind_Name(c_.streams(i).kind()) + ", wanted " + ir::StreamKind_Name(kind));
-    return i;
-  }
-  return add_stream(c_, name, kind);
-}
-
-int32_t ClassEditor::event(const std::string& key) {
-  auto it = events_.find(key);
-  if (it != events_.end()) return it->second;
-  const int32_t id = add_event(c_);
-  events_.emplace(key, id);
-  return id;
-}
-
-ir::Op* ClassEditor::add(int32_t stream, const OpCtx& ctx) {
-  ir::Op* op = nullptr;
-  if (stream == compute_) {
-    if (block_ == nullptr) throw InternalError("heterogeneous placement: internal error, no compute block set");
-    op = &block_->emplace_back();
-  } else {
-    op = c_.mutable_streams(stream)->add_ops();
-  }
-  op->set_phase(ctx.phase);
-  op->set_microbatch(ctx.microbatch);
-  op->set_chunk(ctx.chunk);
-  op->set_layer(ctx.layer);
-  op->set_module(ctx.module);
-  return op;
-}
-
-int64_t ClassEditor::record(int32_t stream, int32_t event, const OpCtx& ctx) {
-  add(stream, ctx)->mutable_record()->set_event(event);
-  return ++counters_[event];
-}
-
-void ClassEditor::wait(int32_t stream, int32_t event, int64_t value, const OpCtx& ctx) {
-  auto* w = add(stream, ctx)->mutable_wait();
-  w->set_event(event);
-  w->set_value(value);
-}
-
-int64_t ClassEditor::handoff(int32_t from, int32_t to, const std::string& event_key, const OpCtx& ctx) {
-  const int32_t ev = event(event_key);
-  const int64_t v = record(from, ev, ctx);
-  wait(to, ev, v, ctx);
-  return v;
-}
-
-int64_t ClassEditor::count(int32_t event) const {
-  auto it = counters_.find(event);
-  return it == counters_.end() ? 0 : it->second;
-}
-
-ir::Op* add_collective(ClassEditor& ed, int32_t stream, const OpCtx& ctx, ir::CollectiveKind kind, int32_t slot,
-                       int64_t bytes) {
-  ir::Op* op = ed.add(stream, ctx);
-  auto* c = op->mutable_collective();
-  c->set_kind(kind);
-  c->set_group_slot(slot);
-  c->set_bytes(bytes);
-  return op;
-}
-
-ir::Op* add_send(ClassEditor& ed, int32_t stream, const OpCtx& ctx, int32_t peer_slot, int64_t bytes, int32_t channel,
-                 int64_t tag) {
-  ir::Op* op = ed.add(stream, ctx);
-  set_p2p(*op->mutable_send(), peer_slot, bytes, channel, tag);
-  return op;
-}
-
-ir::Op* add_recv(ClassEditor& ed, int32_t stream, const OpCtx& ctx, int32_t peer_slot, int64_t bytes, int32_t channel,
-                 int64_t tag) {
-  ir::Op* op = ed.add(stream, ctx);
-  set_p2p(*op->mutable_recv(), peer_slot, bytes, channel, tag);
-  return op;
-}
-
 // ---------------------------------------------------------------- StepEmitter
 
-StepEmitter::Emitted StepEmitter::emit(const std::vector<model::Step>& steps, const OpCtx& ctx) {
+StepEmitter::Emitted StepEmitter::emit(const std::vector<model::Step>& steps, const compiler::OpContext& ctx) {
   Emitted out;
   for (const model::Step& step : steps) {
     if (const auto* k = std::get_if<model::Kernel>(&step)) {
@@ -115,7 +26,7 @@ StepEmitter::Emitted StepEmitter::emit(const std::vector<model::Step>& steps, co
   return out;
 }
 
-void StepEmitter::kernel(const model::Kernel& k, OpCtx ctx) {
+void StepEmitter::kernel(const model::Kernel& k, compiler::OpContext ctx) {
   ctx.phase = k.phase;
   // Pending collectives whose result this kernel consumes: the named role,
   // else the next kernel that is not a weight gradient (as the LLM's stage
@@ -131,7 +42,7 @@ void StepEmitter::kernel(const model::Kernel& k, OpCtx ctx) {
   *ed_.add(ed_.compute(), ctx)->mutable_compute() = model::to_compute(k);
 }
 
-void StepEmitter::flush(const OpCtx& ctx) {
+void StepEmitter::flush(const compiler::OpContext& ctx) {
   for (const auto& p : pending_) ed_.wait(ed_.compute(), p.event, p.value, ctx);
   pending_.clear();
 }
@@ -142,7 +53,7 @@ void StepEmitter::add_memory(int32_t index, Bytes delta) {
   c->set_memory_delta_bytes(c->memory_delta_bytes() + delta.count());
 }
 
-void StepEmitter::comm(const model::CommPoint& c, OpCtx ctx) {
+void StepEmitter::comm(const model::CommPoint& c, compiler::OpContext ctx) {
   ctx.phase = c.phase;
   const bool tp = c.group == model::CommGroup::kTp;
   const int32_t slot = tp ? slots_.tp : slots_.cp;
@@ -204,13 +115,13 @@ StageWork stage_work(const scenario::Scenario& spec, const EncoderPlan& enc, int
   return w;
 }
 
-void emit_forward(StepEmitter& em, const StageWork& w, const OpCtx& base) {
-  OpCtx ctx = base;
+void emit_forward(StepEmitter& em, const StageWork& w, const compiler::OpContext& base) {
+  compiler::OpContext ctx = base;
   ctx.phase = ir::FORWARD;
   ctx.layer = -1;
   if (w.first_stage) em.emit(w.patch_fwd, ctx);
   for (int64_t l = w.first_layer; l < w.first_layer + w.num_layers; ++l) {
-    OpCtx lc = ctx;
+    compiler::OpContext lc = ctx;
     lc.layer = static_cast<int32_t>(l);
     em.add_memory(em.emit(w.layer_fwd, lc).last,
                   w.recomputes(l) ? w.layer_activation_bytes : w.layer_activation_bytes_plain);
@@ -219,14 +130,14 @@ void emit_forward(StepEmitter& em, const StageWork& w, const OpCtx& base) {
   em.flush(ctx);
 }
 
-void emit_backward(StepEmitter& em, const StageWork& w, const OpCtx& base) {
-  OpCtx ctx = base;
+void emit_backward(StepEmitter& em, const StageWork& w, const compiler::OpContext& base) {
+  compiler::OpContext ctx = base;
   ctx.phase = ir::BACKWARD_INPUT;
   ctx.layer = -1;
   if (w.last_stage) em.add_memory(em.emit(w.post_bwd, ctx).last, -(w.post_activation_bytes + w.output_bytes));
   if (!w.frozen) {
     for (int64_t l = w.first_layer + w.num_layers - 1; l >= w.first_layer; --l) {
-      OpCtx lc = ctx;
+      compiler::OpContext lc = ctx;
       lc.layer = static_cast<int32_t>(l);
       if (!w.recomputes(l)) {
         em.add_memory(em.emit(w.layer_bwd_plain, lc).last, -w.layer_activation_bytes_plain);

@@ -11,60 +11,11 @@
 
 #include "sim/model/layer.h"
 #include "sim/model/mllm.h"
+#include "sim/placement/class_edit.h"
 #include "sim/placement/hetero_plan.h"
 #include "sim/proto/program.pb.h"
 
 namespace lacuna::placement::hetero {
-
-// What the ops being added belong to (copied into each Op).
-struct OpCtx {
-  ir::Phase phase = ir::PHASE_UNSPECIFIED;
-  int32_t microbatch = 0;
-  int32_t chunk = 0;
-  int32_t layer = -1;
-  int32_t module = 0;
-};
-
-// Streams and events of one class, created on first use by name. Compute ops
-// go into a caller-provided block (spliced into the compute stream later, at
-// the position the caller chooses); ops of other streams are appended to the
-// stream itself. Every event has one producer stream, and ops are emitted in
-// the order they will stand in each stream, so the counter the editor tracks
-// is the value the k-th record reaches (events are timeline counters).
-class ClassEditor {
- public:
-  explicit ClassEditor(ir::RankClass& rank_class);
-
-  int32_t stream(const std::string& name, ir::StreamKind kind);
-  int32_t compute() const { return compute_; }
-  int32_t event(const std::string& key);
-  void set_compute_block(std::vector<ir::Op>* block) { block_ = block; }
-  std::vector<ir::Op>* compute_block() const { return block_; }
-
-  // Appends an op (kind unset); the pointer is valid until the next add.
-  ir::Op* add(int32_t stream, const OpCtx& ctx);
-  int64_t record(int32_t stream, int32_t event, const OpCtx& ctx);
-  void wait(int32_t stream, int32_t event, int64_t value, const OpCtx& ctx);
-  // Records on `from`, waits on `to` (returns the value).
-  int64_t handoff(int32_t from, int32_t to, const std::string& event_key, const OpCtx& ctx);
-  int64_t count(int32_t event) const;
-
-  ir::RankClass& rank_class() { return c_; }
-
- private:
-  ir::RankClass& c_;
-  int32_t compute_ = -1;
-  std::vector<ir::Op>* block_ = nullptr;
-  std::map<std::string, int32_t> events_;
-  std::map<int32_t, int64_t> counters_;
-};
-
-ir::Op* add_collective(ClassEditor& ed, int32_t stream, const OpCtx& ctx, ir::CollectiveKind kind, int32_t slot,
-                       int64_t bytes);
-ir::Op* add_send(ClassEditor& ed, int32_t stream, const OpCtx& ctx, int32_t peer_slot, int64_t bytes, int32_t channel,
-                 int64_t tag);
-ir::Op* add_recv(ClassEditor& ed, int32_t stream, const OpCtx& ctx, int32_t peer_slot, int64_t bytes, int32_t channel,
-                 int64_t tag);
 
 // Group slots an encoder's kernels communicate over (-1: the group has one
 // rank and the collective is skipped).
@@ -86,10 +37,10 @@ class StepEmitter {
     int32_t last = -1;            // last compute op (index in the compute block)
     int32_t last_recompute = -1;  // last RECOMPUTE kernel
   };
-  Emitted emit(const std::vector<model::Step>& steps, const OpCtx& ctx);
-  void flush(const OpCtx& ctx);
+  Emitted emit(const std::vector<model::Step>& steps, const compiler::OpContext& ctx);
+  void flush(const compiler::OpContext& ctx);
   void add_memory(int32_t index, Bytes delta);
-  void kernel(const model::Kernel& k, OpCtx ctx);
+  void kernel(const model::Kernel& k, compiler::OpContext ctx);
 
  private:
   struct Pending {
@@ -97,7 +48,7 @@ class StepEmitter {
     int32_t event;
     int64_t value;
   };
-  void comm(const model::CommPoint& c, OpCtx ctx);
+  void comm(const model::CommPoint& c, compiler::OpContext ctx);
 
   ClassEditor& ed_;
   EncoderSlots slots_;
@@ -140,8 +91,8 @@ StageWork stage_work(const scenario::Scenario& spec, const EncoderPlan& enc, int
 
 // Forward / backward of one microbatch on one stage: kernels, collectives and
 // memory deltas. Backward of a frozen encoder runs the projector only.
-void emit_forward(StepEmitter& em, const StageWork& w, const OpCtx& ctx);
-void emit_backward(StepEmitter& em, const StageWork& w, const OpCtx& ctx);
+void emit_forward(StepEmitter& em, const StageWork& w, const compiler::OpContext& ctx);
+void emit_backward(StepEmitter& em, const StageWork& w, const compiler::OpContext& ctx);
 
 // Parameters one rank of `stage` holds: trained (projector, and the encoder
 // unless frozen) and frozen (bf16 weights only).

@@ -231,7 +231,7 @@ int32_t last_index(const ir::Stream& s, ir::Phase phase) {
   return -1;
 }
 
-ir::Op copy_op(const OpCtx& ctx, int64_t bytes, int64_t duration_ns, int64_t memory_delta) {
+ir::Op copy_op(const compiler::OpContext& ctx, int64_t bytes, int64_t duration_ns, int64_t memory_delta) {
   ir::Op op;
   op.set_phase(ctx.phase);
   op.set_microbatch(ctx.microbatch);
@@ -375,7 +375,7 @@ void add_colocated_encoders(const scenario::LoadedScenario& scenario, const Plan
     // iteration start (after the previous step), as the LLM's are.
     for (size_t i = 0; i < plan.encoders.size(); ++i) {
       const EncoderPlan& enc = plan.encoders[i];
-      const OpCtx ctx{ir::DP_SYNC, 0, 0, -1, enc.module};
+      const compiler::OpContext ctx{ir::DP_SYNC, 0, 0, -1, enc.module};
       if (dist_opt && slots[i].dp_cp >= 0 && per[i].params.trained > 0) {
         add_collective(ed, enc_dp, ctx, ir::ALL_GATHER, slots[i].dp_cp, per[i].params.trained * model::kBf16);
         per[i].gathered = ed.record(enc_dp, ed.event("enc_dp>compute"), ctx);
@@ -395,14 +395,14 @@ void add_colocated_encoders(const scenario::LoadedScenario& scenario, const Plan
     for (size_t i = 0; i < plan.encoders.size(); ++i) {
       const EncoderPlan& enc = plan.encoders[i];
       StepEmitter em(ed, slots[i].kernel);
-      const OpCtx ctx{ir::FORWARD, 0, 0, -1, enc.module};
+      const compiler::OpContext ctx{ir::FORWARD, 0, 0, -1, enc.module};
       if (per[i].gathered > 0) ed.wait(compute, ed.event("enc_dp>compute"), per[i].gathered, ctx);
       const int32_t stage = role.enc_stage[i], last = enc.dims.pp - 1;
       const std::string pp = "enc" + std::to_string(enc.e) + "_pp";
       for (const auto& a : passes[i]) {
         if (a->type != schedule::ActionType::kForward) continue;
         const int32_t mb = a->microbatch;
-        OpCtx mctx = ctx;
+        compiler::OpContext mctx = ctx;
         mctx.microbatch = mb;
         if (stage > 0) {
           const int32_t st = ed.stream(pp + "_recv_fwd", ir::ENCODER_COMM);
@@ -451,17 +451,17 @@ void add_colocated_encoders(const scenario::LoadedScenario& scenario, const Plan
     // transform has landed before phase 2 (they overlap later encoders'
     // forward).
     for (const auto& [ev, v] : transform_waits)
-      ed.wait(compute, ev, v, OpCtx{ir::FORWARD, 0, 0, -1, plan.encoders.back().module});
+      ed.wait(compute, ev, v, compiler::OpContext{ir::FORWARD, 0, 0, -1, plan.encoders.back().module});
 
     // ---- prefetch: the encoder state comes back during the LLM's cool-down
     // (after its last forward on this rank), ready for phase 3.
     ed.set_compute_block(&prefetch);
     std::vector<int64_t> restored(plan.encoders.size(), 0);
     if (offload) {
-      const OpCtx ctx{ir::BACKWARD_INPUT, 0, 0, -1, plan.encoders.front().module};
+      const compiler::OpContext ctx{ir::BACKWARD_INPUT, 0, 0, -1, plan.encoders.front().module};
       ed.handoff(compute, offload_stream, "compute>offload", ctx);
       for (size_t i = 0; i < plan.encoders.size(); ++i) {
-        const OpCtx ectx{ir::BACKWARD_INPUT, 0, 0, -1, plan.encoders[i].module};
+        const compiler::OpContext ectx{ir::BACKWARD_INPUT, 0, 0, -1, plan.encoders[i].module};
         *ed.add(offload_stream, ectx) = copy_op(
             ectx, per[i].offload_bytes, host_copy_ns(per[i].offload_bytes, host_gb_per_s), per[i].offload_bytes);
         restored[i] = ed.record(offload_stream, ed.event("offload>compute"), ectx);
@@ -474,7 +474,7 @@ void add_colocated_encoders(const scenario::LoadedScenario& scenario, const Plan
     for (size_t i = 0; i < plan.encoders.size(); ++i) {
       const EncoderPlan& enc = plan.encoders[i];
       StepEmitter em(ed, slots[i].kernel);
-      const OpCtx ctx{ir::BACKWARD_INPUT, 0, 0, -1, enc.module};
+      const compiler::OpContext ctx{ir::BACKWARD_INPUT, 0, 0, -1, enc.module};
       if (restored[i] > 0) ed.wait(compute, ed.event("offload>compute"), restored[i], ctx);
       const int32_t stage = role.enc_stage[i], last = enc.dims.pp - 1;
       const Transform& t = slots[i].bwd_transform;
@@ -497,7 +497,7 @@ void add_colocated_encoders(const scenario::LoadedScenario& scenario, const Plan
       for (const auto& a : passes[i]) {
         if (a->type != schedule::ActionType::kBackward) continue;
         const int32_t mb = a->microbatch;
-        OpCtx mctx = ctx;
+        compiler::OpContext mctx = ctx;
         mctx.microbatch = mb;
         if (stage < last) {
           const int32_t st = ed.stream(pp + "_recv_bwd", ir::ENCODER_COMM);
@@ -512,7 +512,7 @@ void add_colocated_encoders(const scenario::LoadedScenario& scenario, const Plan
         }
       }
       if (slots[i].dp_cp >= 0 && per[i].params.trained > 0) {
-        const OpCtx dctx{ir::DP_SYNC, 0, 0, -1, enc.module};
+        const compiler::OpContext dctx{ir::DP_SYNC, 0, 0, -1, enc.module};
         ed.handoff(compute, enc_dp, "compute>enc_dp", dctx);
         add_collective(ed, enc_dp, dctx, dist_opt ? ir::REDUCE_SCATTER : ir::ALL_REDUCE, slots[i].dp_cp,
                        per[i].params.trained * model::kFp32);
@@ -523,7 +523,7 @@ void add_colocated_encoders(const scenario::LoadedScenario& scenario, const Plan
     // finished before the LLM's optimizer wait that follows.
     if (reduced > 0)
       ed.wait(compute, ed.event("enc_dp>compute"), reduced,
-              OpCtx{ir::OPTIMIZER_STEP, 0, 0, -1, plan.encoders.back().module});
+              compiler::OpContext{ir::OPTIMIZER_STEP, 0, 0, -1, plan.encoders.back().module});
 
     // ---- the encoders' optimizer steps, after the LLM's
     ed.set_compute_block(&tail);
@@ -534,7 +534,7 @@ void add_colocated_encoders(const scenario::LoadedScenario& scenario, const Plan
       const int64_t dp_cp = int64_t{enc.dims.dp} * enc.dims.cp;
       const int64_t updated = dist_opt ? (trained + dp_cp - 1) / dp_cp : trained;
       StepEmitter em(ed, slots[i].kernel);
-      for (const model::Kernel& k : model::optimizer_update(updated)) em.kernel(k, OpCtx{ir::OPTIMIZER_STEP, 0, 0, -1, enc.module});
+      for (const model::Kernel& k : model::optimizer_update(updated)) em.kernel(k, compiler::OpContext{ir::OPTIMIZER_STEP, 0, 0, -1, enc.module});
     }
     ed.set_compute_block(nullptr);
 

@@ -264,7 +264,7 @@ void edit_llm_stage0(ir::RankClass& cls, bool leader, const Plan& plan, const st
     const int32_t module = plan.encoders[static_cast<size_t>(ei)].module;
     const int32_t bcast = s.llm_bcast >= 0 ? ed.stream(bnd + "_bcast_fwd", ir::BOUNDARY) : -1;
     for (int32_t i = 0; i < m; ++i) {
-      const OpCtx ctx{ir::FORWARD, i, 0, -1, module};
+      const compiler::OpContext ctx{ir::FORWARD, i, 0, -1, module};
       const int64_t tag = boundary_tag(0, num_enc, ei, m, i);
       std::vector<std::pair<int32_t, int64_t>> received;
       if (leader)
@@ -295,17 +295,17 @@ void edit_llm_stage0(ir::RankClass& cls, bool leader, const Plan& plan, const st
       // Join: microbatch i runs only after every encoder's input arrived.
       for (int32_t ei = 0; ei < num_enc; ++ei)
         for (const auto& [ev, v] : ready[static_cast<size_t>(ei)][static_cast<size_t>(pt.mb)])
-          ed.wait(compute, ev, v, OpCtx{ir::FORWARD, pt.mb, 0, -1, plan.encoders[static_cast<size_t>(ei)].module});
+          ed.wait(compute, ev, v, compiler::OpContext{ir::FORWARD, pt.mb, 0, -1, plan.encoders[static_cast<size_t>(ei)].module});
     } else {
       // The embeddings' gradient goes back through the edges that
       // delivered the activations.
-      const OpCtx ctx{ir::BACKWARD_INPUT, pt.mb, 0, -1, plan.encoders.front().module};
+      const compiler::OpContext ctx{ir::BACKWARD_INPUT, pt.mb, 0, -1, plan.encoders.front().module};
       const int32_t ev = ed.event("compute>bnd_send_bwd");
       const int64_t v = ed.record(compute, ev, ctx);
       for (int32_t ei = 0; ei < num_enc; ++ei) {
         const EncoderSlotsIsland& s = slots[static_cast<size_t>(ei)];
         const std::string bnd = "bnd" + std::to_string(plan.encoders[static_cast<size_t>(ei)].e);
-        const OpCtx ectx{ir::BACKWARD_INPUT, pt.mb, 0, -1, plan.encoders[static_cast<size_t>(ei)].module};
+        const compiler::OpContext ectx{ir::BACKWARD_INPUT, pt.mb, 0, -1, plan.encoders[static_cast<size_t>(ei)].module};
         for (int32_t q = 0; q < s.llm_peers; ++q) {
           const int32_t st = ed.stream(bnd + "_send_bwd" + std::to_string(q), ir::BOUNDARY);
           ed.wait(st, ev, v, ectx);
@@ -365,7 +365,7 @@ ir::RankClass build_island_class(const scenario::Scenario& spec, const Plan& pla
   const int32_t enc_dp = ed.stream("enc_dp", ir::DP_COMM);
   int64_t gathered = 0;
   if (dist_opt && s.dp_cp >= 0 && params.trained > 0) {
-    const OpCtx ctx{ir::DP_SYNC, 0, 0, -1, enc.module};
+    const compiler::OpContext ctx{ir::DP_SYNC, 0, 0, -1, enc.module};
     add_collective(ed, enc_dp, ctx, ir::ALL_GATHER, s.dp_cp, params.trained * model::kBf16);
     gathered = ed.record(enc_dp, ed.event("enc_dp>compute"), ctx);
   }
@@ -375,7 +375,7 @@ ir::RankClass build_island_class(const scenario::Scenario& spec, const Plan& pla
   for (const auto& a : stage_actions) {
     const int32_t i = a->microbatch;
     if (a->type == schedule::ActionType::kForward) {
-      const OpCtx ctx{ir::FORWARD, i, 0, -1, enc.module};
+      const compiler::OpContext ctx{ir::FORWARD, i, 0, -1, enc.module};
       if (first_forward && gathered > 0) ed.wait(compute, ed.event("enc_dp>compute"), gathered, ctx);
       first_forward = false;
       if (j > 0) {
@@ -413,7 +413,7 @@ ir::RankClass build_island_class(const scenario::Scenario& spec, const Plan& pla
         }
       }
     } else {
-      const OpCtx ctx{ir::BACKWARD_INPUT, i, 0, -1, enc.module};
+      const compiler::OpContext ctx{ir::BACKWARD_INPUT, i, 0, -1, enc.module};
       if (j == last) {
         std::vector<std::pair<int32_t, int64_t>> received;
         if (leader)
@@ -450,8 +450,8 @@ ir::RankClass build_island_class(const scenario::Scenario& spec, const Plan& pla
     }
   }
   // Gradient reduction over the encoder's dp × cp, then its optimizer.
-  const OpCtx dctx{ir::DP_SYNC, 0, 0, -1, enc.module};
-  const OpCtx octx{ir::OPTIMIZER_STEP, 0, 0, -1, enc.module};
+  const compiler::OpContext dctx{ir::DP_SYNC, 0, 0, -1, enc.module};
+  const compiler::OpContext octx{ir::OPTIMIZER_STEP, 0, 0, -1, enc.module};
   if (s.dp_cp >= 0 && params.trained > 0) {
     ed.handoff(compute, enc_dp, "compute>enc_dp", dctx);
     add_collective(ed, enc_dp, dctx, dist_opt ? ir::REDUCE_SCATTER : ir::ALL_REDUCE, s.dp_cp,

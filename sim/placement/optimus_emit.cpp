@@ -78,26 +78,6 @@ ir::Op recv_op(ir::Phase phase, int32_t microbatch, int32_t slot, int64_t bytes,
   return op;
 }
 
-// Streams and events of one class, made on first use.
-class ClassEditor {
- public:
-  explicit ClassEditor(ir::RankClass& c) : c_(c) {}
-  ir::Stream& stream(const std::string& name, ir::StreamKind kind) {
-    int32_t i = find_stream(c_, name);
-    if (i < 0) i = add_stream(c_, name, kind);
-    return *c_.mutable_streams(i);
-  }
-  int32_t event(const std::string& name) {
-    auto [it, inserted] = events_.try_emplace(name, 0);
-    if (inserted) it->second = add_event(c_);
-    return it->second;
-  }
-
- private:
-  ir::RankClass& c_;
-  std::map<std::string, int32_t> events_;
-};
-
 // One class being built (Emitter::build_class): LLM stage s's class for
 // encoder slice c, and what the encoder's GPU there does.
 struct ClassBuild {
@@ -105,7 +85,7 @@ struct ClassBuild {
              const EncoderWork& work, const Slots& slots, int32_t slices, int32_t stages)
       : cls(llm_class),
         ed(cls),
-        compute(find_stream(cls, "compute")),
+        compute(ed.compute()),
         s(stage),
         c(slice),
         e(geo.pipeline(stage, slice * geo.tp_enc)),
@@ -133,6 +113,8 @@ struct ClassBuild {
   void add(int32_t position, int32_t priority, int32_t direction, int32_t x, ir::Op op) {
     ins.push_back({position, priority, direction, x, seq++, std::move(op)});
   }
+  // The stream `name` (made on first use), to append ops to directly.
+  ir::Stream& stream(const std::string& name, ir::StreamKind kind) { return ed.stream_at(ed.stream(name, kind)); }
 
   ir::RankClass cls;
   ClassEditor ed;
@@ -212,7 +194,7 @@ class Emitter {
   // the optimizer runs after the LLM's.
   void add_encoder_dp(ClassBuild& cb) {
     if (!cb.dp_ops) return;
-    ir::Stream& dp = cb.ed.stream("enc_dp", ir::DP_COMM);
+    ir::Stream& dp = cb.stream("enc_dp", ir::DP_COMM);
     const int32_t from = cb.ed.event("enc_dp_to_compute"), to = cb.ed.event("compute_to_enc_dp");
     for (int32_t k = cb.buckets - 1; k >= 0 && cb.gathers > 0; --k) {
       ir::Op op = make_op(ir::DP_SYNC, 0);
@@ -275,7 +257,7 @@ class Emitter {
               cb.add(seg.position, kEncoder, dir, x, std::move(op));
             } else if (po.kind == PassOp::kCollective) {
               if (slots_.enc_tp < 0) throw Error("Optimus: encoder TP collective without an encoder TP group");
-              ir::Stream& tp = cb.ed.stream(tp_name, ir::ENCODER_COMM);
+              ir::Stream& tp = cb.stream(tp_name, ir::ENCODER_COMM);
               const int32_t to = cb.ed.event("compute_to_" + tp_name), from = cb.ed.event(tp_name + "_to_compute");
               const int64_t n = ++tp_count[dir];
               cb.add(seg.position, kEncoder, dir, x, record_op(op.phase(), i, to));
@@ -320,7 +302,7 @@ class Emitter {
     const auto& bwd = cb.gp.backward;
     const int64_t n_pp = static_cast<int64_t>(P_) * N_;
     if (cb.send_fwd && !fwd.empty()) {
-      ir::Stream& st = cb.ed.stream("enc_send_fwd", ir::ENCODER_COMM);
+      ir::Stream& st = cb.stream("enc_send_fwd", ir::ENCODER_COMM);
       const int32_t ev = cb.ed.event("compute_to_enc_send_fwd");
       for (size_t x = 0; x < fwd.size(); ++x) {
         const int32_t i = fwd[x].llm_microbatch;
@@ -330,7 +312,7 @@ class Emitter {
       }
     }
     if (cb.recv_fwd && !fwd.empty()) {
-      ir::Stream& st = cb.ed.stream("enc_recv_fwd", ir::ENCODER_COMM);
+      ir::Stream& st = cb.stream("enc_recv_fwd", ir::ENCODER_COMM);
       const int32_t ev = cb.ed.event("enc_recv_fwd_to_compute");
       for (const PlacedPass& p : fwd) {
         *st.add_ops() = recv_op(ir::FORWARD, p.llm_microbatch, compiler::kSlotPpPrev, work_.p2p_forward_bytes,
@@ -339,7 +321,7 @@ class Emitter {
       }
     }
     if (cb.send_bwd && !bwd.empty()) {
-      ir::Stream& st = cb.ed.stream("enc_send_bwd", ir::ENCODER_COMM);
+      ir::Stream& st = cb.stream("enc_send_bwd", ir::ENCODER_COMM);
       const int32_t ev = cb.ed.event("compute_to_enc_send_bwd");
       for (size_t x = 0; x < bwd.size(); ++x) {
         const int32_t i = bwd[x].llm_microbatch;
@@ -349,7 +331,7 @@ class Emitter {
       }
     }
     if (cb.recv_bwd && !bwd.empty()) {
-      ir::Stream& st = cb.ed.stream("enc_recv_bwd", ir::ENCODER_COMM);
+      ir::Stream& st = cb.stream("enc_recv_bwd", ir::ENCODER_COMM);
       const int32_t ev = cb.ed.event("enc_recv_bwd_to_compute");
       for (const PlacedPass& p : bwd) {
         *st.add_ops() = recv_op(ir::BACKWARD_INPUT, p.llm_microbatch, compiler::kSlotPpNext, work_.p2p_backward_bytes,
@@ -365,7 +347,7 @@ class Emitter {
     const auto& fwd = cb.gp.forward;
     const auto& bwd = cb.gp.backward;
     if (cb.last && cb.other_receivers > 0 && !fwd.empty()) {
-      ir::Stream& send = cb.ed.stream("bnd_send_fwd", ir::BOUNDARY);
+      ir::Stream& send = cb.stream("bnd_send_fwd", ir::BOUNDARY);
       const int32_t ev = cb.ed.event("compute_to_bnd_send_fwd");
       for (size_t x = 0; x < fwd.size(); ++x) {
         const int32_t i = fwd[x].llm_microbatch;
@@ -375,7 +357,7 @@ class Emitter {
             *send.add_ops() =
                 send_op(ir::FORWARD, i, slots_.dst_base + k, work_.boundary_bytes, kChannelBoundaryForward, i);
       }
-      ir::Stream& recv = cb.ed.stream("bnd_recv_bwd", ir::BOUNDARY);
+      ir::Stream& recv = cb.stream("bnd_recv_bwd", ir::BOUNDARY);
       const int32_t rev = cb.ed.event("bnd_recv_bwd_to_compute");
       for (size_t x = 0; x < bwd.size(); ++x) {
         const int32_t i = bwd[x].llm_microbatch;
@@ -402,7 +384,7 @@ class Emitter {
         if (is_self[static_cast<size_t>(i)]) {
           cb.add(pos, kBoundaryWait, 0, i, wait_op(ir::FORWARD, i, cb.ed.event("bnd_self_fwd"), ++self));
         } else {
-          ir::Stream& recv = cb.ed.stream("bnd_recv_fwd", ir::BOUNDARY);
+          ir::Stream& recv = cb.stream("bnd_recv_fwd", ir::BOUNDARY);
           const int32_t ev = cb.ed.event("bnd_recv_fwd_to_compute");
           *recv.add_ops() =
               recv_op(ir::FORWARD, i, slots_.src_base + src, work_.boundary_bytes, kChannelBoundaryForward, i);
@@ -424,7 +406,7 @@ class Emitter {
         }
         const int32_t ev = cb.ed.event("compute_to_bnd_send_bwd");
         cb.add(pos, kGradientRecord, 0, i, record_op(ir::BACKWARD_INPUT, i, ev));
-        ir::Stream& send = cb.ed.stream("bnd_send_bwd", ir::BOUNDARY);
+        ir::Stream& send = cb.stream("bnd_send_bwd", ir::BOUNDARY);
         *send.add_ops() = wait_op(ir::BACKWARD_INPUT, i, ev, ++sent);
         *send.add_ops() = send_op(ir::BACKWARD_INPUT, i, slots_.src_base + sched_.source_pipeline[static_cast<size_t>(i)],
                                   work_.boundary_bytes, kChannelBoundaryBackward, i);
