@@ -95,6 +95,7 @@ schedule::DpSettings scenario_dp_settings(const scenario::LoadedScenario& scenar
   s.reduce = static_cast<int64_t>(plan.dims.dp) * plan.dims.cp > 1;
   s.unshard = s.reduce && par.distributed_optimizer();
   s.overlap_reduce = par.overlap_grad_reduce();
+  s.overlap_gather = par.overlap_param_gather();
   return s;
 }
 

@@ -4,6 +4,7 @@
 // program moves its gathers and reductions with them.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -137,6 +138,54 @@ TEST_F(DpActionsCompile, MovedActionsMoveTheCollectives) {
   const testing::TrivialCost cost;
   engine::Simulator s0(p0, cost), s1(p1, cost);
   EXPECT_GE(s1.run().end_time.count(), s0.run().end_time.count());
+}
+
+// Rank 0's stage 2 gathered after its first pass (a lookahead UNSHARD, with
+// overlap_param_gather): the DP stream issues chunk 0's gathers at iteration
+// start, then waits for the compute stream to finish that pass before chunk
+// 1's; the gathers themselves are the same.
+TEST_F(DpActionsCompile, ALookaheadUnshardIssuesTheGathersAfterItsPass) {
+  const testing::Small s = model(true);
+  const schedule::ActionSchedule plain = order_of(s);
+  const scenario::LoadedScenario base = with_file(s, schedule::format_schedule(plain), "plain.txt");
+  schedule::ActionSchedule ahead = schedule::add_dp_actions(plain, shape_of(s), scenario_dp_settings(base));
+  schedule::RankActions& r0 = ahead[0];
+  // "0UNSHARD 2UNSHARD 0F0 0F1 2F0 ..." → "0UNSHARD 0F0 2UNSHARD 0F1 2F0 ...".
+  ASSERT_EQ(r0[1]->type, schedule::ActionType::kUnshard);
+  ASSERT_EQ(r0[2]->type, schedule::ActionType::kForward);
+  std::swap(r0[1], r0[2]);
+  const ir::Program p0 = compile(with_file(s, schedule::format_schedule(
+                                                  schedule::add_dp_actions(plain, shape_of(s), scenario_dp_settings(base))),
+                                              "placed.txt"));
+  const ir::Program p1 = compile(with_file(s, schedule::format_schedule(ahead), "ahead.txt"));
+  auto dp_ops = [](const ir::Program& p) {
+    std::vector<std::string> out;
+    for (const ir::Stream& st : p.classes(0).streams())
+      if (st.name() == "dp")
+        for (const ir::Op& op : st.ops()) {
+          if (op.has_collective() && op.collective().kind() == ir::ALL_GATHER)
+            out.push_back("gather" + std::to_string(op.chunk()));
+          if (op.has_wait()) out.push_back("wait");
+        }
+    return out;
+  };
+  const std::vector<std::string> before = dp_ops(p0), after = dp_ops(p1);
+  ASSERT_GE(before.size(), 2u);
+  EXPECT_EQ(before[0], "gather0");
+  EXPECT_EQ(before[1], "gather1");  // both chunks' at iteration start
+  EXPECT_EQ(after[0], "gather0");
+  EXPECT_EQ(after[1], "wait");  // for rank 0's first pass
+  EXPECT_EQ(after[2], "gather1");
+  EXPECT_EQ(std::count(before.begin(), before.end(), "gather1"), std::count(after.begin(), after.end(), "gather1"));
+  // Issued later, the gather cannot end the iteration sooner.
+  const testing::TrivialCost cost;
+  engine::Simulator s0(p0, cost), s1(p1, cost);
+  EXPECT_GE(s1.run().end_time.count(), s0.run().end_time.count());
+  // Rank 1's program is unchanged.
+  std::string diff;
+  google::protobuf::util::MessageDifferencer d;
+  d.ReportDifferencesToString(&diff);
+  EXPECT_TRUE(d.Compare(p0.classes(1), p1.classes(1))) << diff.substr(0, 2000);
 }
 
 }  // namespace

@@ -101,10 +101,12 @@ StageBuilder::StageBuilder(const StageInputs& in)
   reduce_after_ = last_backward_;
   gather_order_.resize(static_cast<size_t>(chunks_));
   std::iota(gather_order_.begin(), gather_order_.end(), 0);
+  gather_after_.assign(static_cast<size_t>(chunks_), -1);
   if (in.dp_points) {
     reduce_after_ = in.dp_points->reduce_after;
     reduce_order_ = in.dp_points->reduce_order;
     if (!in.dp_points->gather_order.empty()) gather_order_ = in.dp_points->gather_order;
+    if (!in.dp_points->gather_after.empty()) gather_after_ = in.dp_points->gather_after;
   }
 
   // Gradients are reduced in fp32 (Megatron's main_grad buffer, 4 B/param)
@@ -128,12 +130,14 @@ StageProgram StageBuilder::build() {
     // checks), so the calls after its backward are all there is to emit.
     if (std::binary_search(pairs.begin(), pairs.end(), i) && overlapped_pair(i)) {
       reduce_after_pass(i);
+      gather_after_pass(i);
       ++i;
     } else {
       run_pass(i);
     }
     emit_blocking_calls_after(i);
     reduce_after_pass(i);
+    gather_after_pass(i);
   }
   reduce_after_last_backward();
   mirror_reductions();

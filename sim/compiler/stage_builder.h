@@ -88,6 +88,10 @@ class StageBuilder {
   void bucket_nan_check(const DpBucket& bucket);
   void hand_off(const std::vector<const DpBucket*>& group, int32_t chunk);
   void gather_parameters();
+  // Chunk c's parameter gathers on the DP stream (gather_parameters; a
+  // schedule file's UNSHARD placed after a pass, gather_after_pass).
+  void gather_chunk(int32_t chunk);
+  void gather_after_pass(int32_t i);
   void zero_grad_buffers();
   void reduce_after_last_backward();
   void reduce_after_pass(int32_t i);
@@ -139,6 +143,9 @@ class StageBuilder {
   // backward, or where a schedule file's REDUCE_GRAD puts it); the chunks
   // in the order their parameters are gathered.
   std::vector<int32_t> reduce_after_, gather_order_;
+  // Per chunk, the pass after which its gathers are issued (-1: at
+  // iteration start; a schedule file's UNSHARD may place them later).
+  std::vector<int32_t> gather_after_;
   int64_t grad_bytes_ = 0;             // per parameter, as reduced
   // Parameters this rank holds and trains, the trained ones per module
   // (index = Op.module), and with SP the norm weights whose gradients are

@@ -83,26 +83,49 @@ void StageBuilder::hand_off(const std::vector<const DpBucket*>& group, int32_t c
 void StageBuilder::gather_parameters() {
   gathered_.resize(static_cast<size_t>(chunks_));
   if (!dp_ops_ || !in_.distributed_optimizer) return;
-  for (int32_t c : gather_order_) {
-    gathered_[c].resize(buckets_[c].size());
-    for (size_t k = buckets_[c].size(); k-- > 0;) {
-      // --fp8-param-gather: the FP8 GEMMs' weights travel as 1 byte (docs/fp8.md#weights).
-      const DpBucket& bk = buckets_[c][k];
-      const model::Fp8Weights fp8 = shape_.fp8.param_gather && bk.module == 0
-                                        ? model::fp8_layers_weights(shape_, bk.first_layer, bk.count)
-                                        : model::Fp8Weights{};
-      // MoE: the routed experts' shards are gathered over expert DP.
-      const int64_t dense = bk.parameters - bk.expert_parameters;
-      if (bk.expert_parameters <= 0 || dense > 0)
-        dp_collective(ir::ALL_GATHER, kSlotDpCp, c, dense * model::kBf16 - fp8.dense, bk.module, dp_ctx_);
-      if (bk.expert_parameters > 0 && in_.expert_dp > 1)
-        dp_collective(ir::ALL_GATHER, kSlotExpertDp, c, bk.expert_parameters * model::kBf16 - fp8.expert, bk.module,
-                      dp_ctx_);
-      gathered_[c][k] = dp_records_;
-    }
-  }
+  for (int32_t c : gather_order_)
+    if (gather_after_[static_cast<size_t>(c)] < 0) gather_chunk(c);
   if (!in_.overlap_param_gather) {
     b_.wait(StreamId::kCompute, EventId::kDpToCompute, dp_records_, OpContext{ir::DP_SYNC, 0, 0, -1});
+  }
+}
+
+// A schedule file's UNSHARD after pass i (a lookahead gather, with
+// overlap_param_gather only: dp_points_of): the DP stream issues the chunk's
+// gathers once the compute stream is through pass i. lacuna has no host
+// clock on a communication stream, so "dispatched when the host reaches this
+// point" becomes "when the GPU has finished the pass before it"; the
+// chunk's first forward waits for each bucket as at iteration start.
+void StageBuilder::gather_after_pass(int32_t i) {
+  if (!dp_ops_ || !in_.distributed_optimizer) return;
+  bool first = true;
+  for (int32_t c : gather_order_) {
+    if (gather_after_[static_cast<size_t>(c)] != i) continue;
+    if (first) {
+      const int64_t v = b_.record(StreamId::kCompute, EventId::kComputeToDp, dp_ctx_);
+      b_.wait(StreamId::kDp, EventId::kComputeToDp, v, dp_ctx_);
+      first = false;
+    }
+    gather_chunk(c);
+  }
+}
+
+void StageBuilder::gather_chunk(int32_t c) {
+  gathered_[c].resize(buckets_[c].size());
+  for (size_t k = buckets_[c].size(); k-- > 0;) {
+    // --fp8-param-gather: the FP8 GEMMs' weights travel as 1 byte (docs/fp8.md#weights).
+    const DpBucket& bk = buckets_[c][k];
+    const model::Fp8Weights fp8 = shape_.fp8.param_gather && bk.module == 0
+                                      ? model::fp8_layers_weights(shape_, bk.first_layer, bk.count)
+                                      : model::Fp8Weights{};
+    // MoE: the routed experts' shards are gathered over expert DP.
+    const int64_t dense = bk.parameters - bk.expert_parameters;
+    if (bk.expert_parameters <= 0 || dense > 0)
+      dp_collective(ir::ALL_GATHER, kSlotDpCp, c, dense * model::kBf16 - fp8.dense, bk.module, dp_ctx_);
+    if (bk.expert_parameters > 0 && in_.expert_dp > 1)
+      dp_collective(ir::ALL_GATHER, kSlotExpertDp, c, bk.expert_parameters * model::kBf16 - fp8.expert, bk.module,
+                    dp_ctx_);
+    gathered_[c][k] = dp_records_;
   }
 }
 

@@ -1,6 +1,7 @@
 #include "sim/schedule/lower_dp.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <numeric>
 
 #include <fmt/format.h>
@@ -106,8 +107,18 @@ DpPoints dp_points_of(const ActionSchedule& s, int32_t rank, const PipelineShape
   std::vector<size_t> reduce_step(chunks, 0), gather_step(chunks, 0);
   std::vector<bool> gathered(chunks, false);
   std::vector<size_t> pass_step;  // step of each pass
+  // Per chunk, the index of its first forward (past the last pass if none).
+  std::vector<int32_t> first_forward(chunks, INT32_MAX);
   for (size_t step = 0; step < actions.size(); ++step)
-    if (is_llm_compute(actions[step])) pass_step.push_back(step);
+    if (is_llm_compute(actions[step])) {
+      const auto& a = actions[step];
+      const int32_t c = chunk_of_stage(shape, a->stage);
+      if (a->type == ActionType::kForward && c >= 0 && static_cast<size_t>(c) < chunks &&
+          first_forward[static_cast<size_t>(c)] == INT32_MAX)
+        first_forward[static_cast<size_t>(c)] = static_cast<int32_t>(pass_step.size());
+      pass_step.push_back(step);
+    }
+  if (settings.unshard) out.gather_after.assign(chunks, -1);
   int32_t after = -1;
   for (size_t step = 0; step < actions.size(); ++step) {
     const auto& a = actions[step];
@@ -132,16 +143,24 @@ DpPoints dp_points_of(const ActionSchedule& s, int32_t rank, const PipelineShape
                                  "distributed optimizer, or dp × cp = 1)",
                                  to_string(*a)),
                "drop the UNSHARD actions, or set parallel.distributed_optimizer: true with dp × cp > 1");
-      if (after >= 0)
-        refuse(step, fmt::format("{} comes after the rank's first pass (step {}): the distributed optimizer issues "
-                                 "every parameter gather at iteration start, and each forward waits for its own",
+      if (after >= 0 && !settings.overlap_gather)
+        refuse(step, fmt::format("{} comes after the rank's first pass (step {}): without "
+                                 "parallel.overlap_param_gather Megatron-LM gathers every parameter synchronously "
+                                 "before the first forward",
                                  to_string(*a), pass_step.front()),
-               "move the UNSHARD actions before the rank's first pass; their order is the order of the gathers");
+               "move the UNSHARD actions before the rank's first pass, or set parallel.overlap_param_gather: true");
+      if (after >= first_forward[c])
+        refuse(step, fmt::format("{} comes after the stage's first forward ({} at step {}), which needs the gathered "
+                                 "parameters",
+                                 to_string(*a), to_string(*actions[pass_step[static_cast<size_t>(first_forward[c])]]),
+                                 pass_step[static_cast<size_t>(first_forward[c])]),
+               "move it before that forward");
       if (gathered[c]) refuse(step, fmt::format("{} is listed twice (first at step {})", to_string(*a), gather_step[c]),
                               "gather each stage once");
       gathered[c] = true;
       gather_step[c] = step;
       out.gather_order.push_back(static_cast<int32_t>(c));
+      out.gather_after[c] = after;
       continue;
     }
     // REDUCE_GRAD.

@@ -20,6 +20,7 @@ struct DpSettings {
   bool reduce = false;          // dp × cp > 1: gradients are reduced over DP
   bool unshard = false;         // ... and sharded by the distributed optimizer: parameters are gathered
   bool overlap_reduce = false;  // overlap_grad_reduce: buckets go out during the stage's last backward
+  bool overlap_gather = false;  // overlap_param_gather: each forward waits for its own gathers, asynchronous
 };
 
 // Whether any rank lists an UNSHARD, RESHARD or REDUCE_GRAD.
@@ -50,13 +51,22 @@ struct DpPoints {
   // without settings.unshard).
   std::vector<int32_t> reduce_order;
   std::vector<int32_t> gather_order;
+  // Per chunk: the pass after which its gathers are issued (an UNSHARD
+  // placed after it, ahead of the stage's first forward); -1 at iteration
+  // start. Empty without settings.unshard.
+  std::vector<int32_t> gather_after;
 };
 
 // Reads the DP actions of `rank`. A file without any gets the pass's
-// placement. Throws lacuna::Error (file, rank, step, the action, the grid) for
-// a REDUCE_GRAD before its stage's last B or W, one other than at the rank's
-// end without overlap_reduce, an UNSHARD after the rank's first pass (gathers
-// are issued at iteration start), a DP action the settings have no use for
+// placement. An UNSHARD after a pass issues that stage's gathers there, a
+// lookahead as PyTorch's FSDP places them or as Megatron-LM's
+// align_param_gather does for the interleaved schedule's later chunks
+// (docs/schedules.md#the-dp-pass). Throws lacuna::Error (file, rank, step,
+// the action, the grid) for a REDUCE_GRAD before its stage's last B or W, one
+// other than at the rank's end without overlap_reduce, an UNSHARD after its
+// stage's first forward, or after the rank's first pass without
+// overlap_gather (the gathers are then synchronous, before the first
+// forward), a DP action the settings have no use for
 // (no DP, or no sharding), RESHARD (Megatron-LM keeps gathered parameters for
 // the iteration), a stage listed twice or missing, or a stage of another rank.
 DpPoints dp_points_of(const ActionSchedule& s, int32_t rank, const PipelineShape& shape, const DpSettings& settings,

@@ -17,7 +17,7 @@ namespace {
 using lacuna::scenario::ScheduleKind;
 using testing_support::formatted_error_of;
 
-constexpr DpSettings kOverlapped{.reduce = true, .unshard = true, .overlap_reduce = true};
+constexpr DpSettings kOverlapped{.reduce = true, .unshard = true, .overlap_reduce = true, .overlap_gather = true};
 constexpr DpSettings kAtTheEnd{.reduce = true, .unshard = false, .overlap_reduce = false};
 
 ActionSchedule built(ScheduleKind kind, const PipelineShape& shape) {
@@ -128,6 +128,13 @@ TEST(LowerDp, ReadsMovedActionsAndRefusesBrokenOnes) {
   EXPECT_EQ(moved.reduce_after, (std::vector<int32_t>{7, 7}));
   EXPECT_EQ(moved.reduce_order, (std::vector<int32_t>{0, 1}));
   EXPECT_EQ(moved.gather_order, (std::vector<int32_t>{1, 0}));
+  EXPECT_EQ(moved.gather_after, (std::vector<int32_t>{-1, -1}));
+  // Stage 2's gathers issued after rank 0's first pass: a lookahead, ahead
+  // of 2F0.
+  const DpPoints ahead = points(
+      "rank 0: 0UNSHARD 0F0 2UNSHARD 0F1 2F0 2F1 2B0 2B1 2REDUCE_GRAD 0B0 0B1 0REDUCE_GRAD\n" + rank1, kOverlapped);
+  EXPECT_EQ(ahead.gather_after, (std::vector<int32_t>{-1, 0}));
+  EXPECT_EQ(ahead.gather_order, (std::vector<int32_t>{0, 1}));
 
   auto error = [&](const std::string& rank0, const DpSettings& settings) {
     return formatted_error_of([&] { points(rank0 + rank1, settings); });
@@ -136,8 +143,15 @@ TEST(LowerDp, ReadsMovedActionsAndRefusesBrokenOnes) {
                 .find("rank 0, step 7: 2REDUCE_GRAD comes before the stage's last backward (2B1 at step 8): its "
                       "gradients are not complete"),
             std::string::npos);
-  EXPECT_NE(error("rank 0: 0UNSHARD 0F0 2UNSHARD 0F1 2F0 2F1 2B0 2B1 2REDUCE_GRAD 0B0 0B1 0REDUCE_GRAD\n", kOverlapped)
-                .find("rank 0, step 2: 2UNSHARD comes after the rank's first pass (step 1)"),
+  DpSettings synchronous_gathers = kOverlapped;
+  synchronous_gathers.overlap_gather = false;
+  EXPECT_NE(error("rank 0: 0UNSHARD 0F0 2UNSHARD 0F1 2F0 2F1 2B0 2B1 2REDUCE_GRAD 0B0 0B1 0REDUCE_GRAD\n",
+                  synchronous_gathers)
+                .find("rank 0, step 2: 2UNSHARD comes after the rank's first pass (step 1): without "
+                      "parallel.overlap_param_gather"),
+            std::string::npos);
+  EXPECT_NE(error("rank 0: 0UNSHARD 0F0 0F1 2F0 2UNSHARD 2F1 2B0 2B1 2REDUCE_GRAD 0B0 0B1 0REDUCE_GRAD\n", kOverlapped)
+                .find("rank 0, step 4: 2UNSHARD comes after the stage's first forward (2F0 at step 3)"),
             std::string::npos);
   EXPECT_NE(error("rank 0: 0UNSHARD 2UNSHARD 0F0 0F1 2F0 2F1 2B0 2B1 2REDUCE_GRAD 0B0 0B1\n", kOverlapped)
                 .find("stage 0 has no 0REDUCE_GRAD"),
