@@ -394,5 +394,24 @@ TEST(ScheduleE2E, RecomputeActionsPlaceTheReForward) {
       << r.output;
 }
 
+// A dumped interleaved schedule, run as a CUSTOM file under the software's
+// defaults, runs as the built-in one: with model chunks the file gets the
+// interleaved schedule's p2p default (overlapped under megatron-core-0.12).
+TEST(ScheduleE2E, ADumpedInterleavedScheduleKeepsTheBuiltInPipelineP2p) {
+  TempDir dir("interleaved-dump");
+  std::string base = with_schedule(source_path("scenarios/llm/gpt-1.3b-8gpu.pbtxt"), "kind: INTERLEAVED_1F1B");
+  const std::string v1 = "virtual_stages: 1";
+  ASSERT_NE(base.find(v1), std::string::npos);
+  base.replace(base.find(v1), v1.size(), "virtual_stages: 2");
+  const std::string builtin = dir / "builtin.pbtxt";
+  std::ofstream(builtin) << base;
+  const auto d = run_lacuna("compile " + builtin + " --dump-schedule " + (dir / "interleaved.txt"));
+  ASSERT_EQ(d.exit_code, 0) << d.output;
+  const std::string custom = dir / "custom.pbtxt";
+  std::ofstream(custom) << std::regex_replace(base, std::regex("schedule \\{[^}]*\\}"),
+                                              "schedule { actions_file: \"interleaved.txt\" }");
+  EXPECT_EQ(iteration_ns(dir, custom, "custom"), iteration_ns(dir, builtin, "builtin"));
+}
+
 }  // namespace
 }  // namespace lacuna::testing

@@ -98,8 +98,14 @@ Execution resolve_execution(const Scenario& spec, const SourceMap& locations) {
                     std::string(kDefaultSoftware));
   Execution out = user;
   out.set_software(name);
-  if (out.pipeline_p2p() == P2P_UNSPECIFIED)
-    out.set_pipeline_p2p(spec.schedule().kind() == INTERLEAVED_1F1B ? sw->p2p_interleaved : sw->p2p_other);
+  // Megatron-LM's one schedule with model chunks is the interleaved one, and
+  // its p2p default follows the chunks (overlap_p2p_comm is forced off only
+  // without virtual stages, training/arguments.py L467-476): a CUSTOM
+  // schedule with chunks gets the interleaved default, so that a dumped
+  // interleaved schedule runs as the built-in one.
+  const bool chunked = spec.schedule().kind() == INTERLEAVED_1F1B ||
+                       (spec.schedule().kind() == CUSTOM && spec.parallel().virtual_stages() > 1);
+  if (out.pipeline_p2p() == P2P_UNSPECIFIED) out.set_pipeline_p2p(chunked ? sw->p2p_interleaved : sw->p2p_other);
   if (!out.has_pipeline_scatter_gather()) out.set_pipeline_scatter_gather(sw->scatter_gather);
   if (!out.has_tp_async_grad_reduce()) out.set_tp_async_grad_reduce(sw->tp_async_grad_reduce);
   if (!out.has_tp_comm_overlap()) out.set_tp_comm_overlap(sw->tp_comm_overlap);

@@ -159,6 +159,17 @@ TEST_P(PresetRow, ResolvesToTheDocumentedSwitches) {
   }
 }
 
+// A schedule file with model chunks gets the interleaved schedule's p2p
+// default (Megatron-LM's only schedule with chunks), one without the other.
+TEST_P(PresetRow, ACustomScheduleFollowsItsModelChunks) {
+  const Row& r = GetParam();
+  for (const int64_t v : {1, 2, 3}) {
+    Scenario s = spec_of(r.software, CUSTOM);
+    s.mutable_parallel()->set_virtual_stages(v);
+    EXPECT_EQ(resolve_execution(s, SourceMap{}).pipeline_p2p(), v > 1 ? r.p2p_interleaved : r.p2p_other) << v;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Execution, PresetRow, ::testing::ValuesIn(kTable),
                          [](const ::testing::TestParamInfo<Row>& info) {
                            std::string name = info.param.software;
