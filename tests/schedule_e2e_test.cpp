@@ -9,6 +9,8 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -17,25 +19,36 @@
 namespace lacuna::testing {
 namespace {
 
-// The scenario with its schedule kind replaced by `schedule_text`.
-std::string with_schedule(const std::string& scenario, const std::string& schedule_text) {
-  const std::string text = read_file(scenario);
+// Scenario text with its schedule block replaced by `schedule_text`.
+std::string schedule_replaced(const std::string& text, const std::string& schedule_text) {
   return std::regex_replace(text, std::regex("schedule \\{[^}]*\\}"), "schedule { " + schedule_text + " }");
 }
+
+// The scenario file with its schedule kind replaced by `schedule_text`.
+std::string with_schedule(const std::string& scenario, const std::string& schedule_text) {
+  return schedule_replaced(read_file(scenario), schedule_text);
+}
+
+// `text` with the first occurrence of each `from` replaced by its `to`; a
+// missing one fails the test.
+std::string edited(std::string text, const std::vector<std::pair<std::string, std::string>>& edits) {
+  for (const auto& [from, to] : edits) {
+    const size_t at = text.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    if (at != std::string::npos) text.replace(at, from.size(), to);
+  }
+  return text;
+}
+
+const std::string kSoftware = "software: \"megatron-core-0.12\"";
+const std::string kOverlapped = kSoftware + " pipeline_p2p: P2P_OVERLAPPED";
 
 // gpt-1.3b-8gpu with its schedule replaced by `schedule_text`, two model
 // chunks per rank and overlapped p2p (as the V-shaped and generated
 // schedules run).
 std::string two_chunks_overlapped(const std::string& schedule_text) {
-  std::string text = with_schedule(source_path("scenarios/llm/gpt-1.3b-8gpu.pbtxt"), schedule_text);
-  const std::string v1 = "virtual_stages: 1";
-  EXPECT_NE(text.find(v1), std::string::npos);
-  if (text.find(v1) != std::string::npos) text.replace(text.find(v1), v1.size(), "virtual_stages: 2");
-  const std::string software = "software: \"megatron-core-0.12\"";
-  EXPECT_NE(text.find(software), std::string::npos);
-  if (text.find(software) != std::string::npos)
-    text.replace(text.find(software), software.size(), software + " pipeline_p2p: P2P_OVERLAPPED");
-  return text;
+  return edited(with_schedule(source_path("scenarios/llm/gpt-1.3b-8gpu.pbtxt"), schedule_text),
+                {{"virtual_stages: 1", "virtual_stages: 2"}, {kSoftware, kOverlapped}});
 }
 
 int64_t iteration_ns(const TempDir& dir, const std::string& scenario, const std::string& tag) {
@@ -198,13 +211,14 @@ TEST(ScheduleE2E, VShapedSchedulesCompileAndRun) {
   add(r0, 0, "F"), add(r0, 3, "F"), add(r0, 3, "B"), add(r0, 0, "B");
   add(r1, 1, "F"), add(r1, 2, "F"), add(r1, 2, "B"), add(r1, 1, "B");
   std::ofstream(dir / "v.txt") << r0 << "\n" << r1 << "\n";
-  std::string text = with_schedule(source_path("scenarios/llm/gpt-1.3b-8gpu.pbtxt"), "actions_file: \"v.txt\"");
-  text.replace(text.find("virtual_stages: 1"), 17, "virtual_stages: 2");
+  const std::string text = edited(
+      with_schedule(source_path("scenarios/llm/gpt-1.3b-8gpu.pbtxt"), "actions_file: \"v.txt\""),
+      {{"virtual_stages: 1", "virtual_stages: 2"}});
   const std::string blocking = dir / "v.pbtxt", overlapped = dir / "vo.pbtxt";
-  std::ofstream(blocking) << text;
-  const std::string software = "software: \"megatron-core-0.12\"";
-  std::string o = text;
-  o.replace(o.find(software), software.size(), software + " pipeline_p2p: P2P_OVERLAPPED");
+  // With two chunks the default is overlapped (the interleaved schedule's):
+  // blocking is asked for.
+  std::ofstream(blocking) << edited(text, {{kSoftware, kSoftware + " pipeline_p2p: P2P_BLOCKING"}});
+  const std::string o = edited(text, {{kSoftware, kOverlapped}});
   std::ofstream(overlapped) << o;
   const auto c = run_lacuna("check " + blocking);
   ASSERT_EQ(c.exit_code, 0) << c.output;
@@ -353,13 +367,8 @@ TEST(ScheduleE2E, MicrobatchGroupsReorderTheInterleavedSchedule) {
 // iteration, more memory at the peak.
 TEST(ScheduleE2E, RecomputeActionsPlaceTheReForward) {
   TempDir dir("recompute-actions");
-  std::string base = read_file(source_path("scenarios/llm/gpt-1.3b-8gpu.pbtxt"));
-  for (const auto& [from, to] :
-       {std::pair<std::string, std::string>{"recompute: RECOMPUTE_NONE", "recompute: RECOMPUTE_FULL"},
-        {"software: \"megatron-core-0.12\"", "software: \"megatron-core-0.12\" pipeline_p2p: P2P_OVERLAPPED"}}) {
-    ASSERT_NE(base.find(from), std::string::npos) << from;
-    base.replace(base.find(from), from.size(), to);
-  }
+  const std::string base = edited(read_file(source_path("scenarios/llm/gpt-1.3b-8gpu.pbtxt")),
+                                  {{"recompute: RECOMPUTE_NONE", "recompute: RECOMPUTE_FULL"}, {kSoftware, kOverlapped}});
   const std::string builtin = dir / "full.pbtxt";
   std::ofstream(builtin) << base;
   const auto d = run_lacuna("compile " + builtin + " --dump-schedule " + (dir / "paired.txt"));
@@ -371,8 +380,7 @@ TEST(ScheduleE2E, RecomputeActionsPlaceTheReForward) {
   std::ofstream(dir / "lone.txt") << lone;
   auto custom = [&](const std::string& file) {
     const std::string path = dir / (file + ".pbtxt");
-    std::ofstream(path) << std::regex_replace(base, std::regex("schedule \\{[^}]*\\}"),
-                                              "schedule { actions_file: \"" + file + ".txt\" }");
+    std::ofstream(path) << schedule_replaced(base, "actions_file: \"" + file + ".txt\"");
     return path;
   };
   const int64_t t_builtin = iteration_ns(dir, builtin, "builtin");
@@ -383,9 +391,7 @@ TEST(ScheduleE2E, RecomputeActionsPlaceTheReForward) {
       << c.output;
   EXPECT_LT(iteration_ns(dir, custom("lone"), "lone"), t_builtin);
   // Without full recompute an R is refused, naming the setting.
-  std::string none = base;
-  none.replace(none.find("RECOMPUTE_FULL"), 14, "RECOMPUTE_NONE");
-  std::ofstream(dir / "none.pbtxt") << none;
+  std::ofstream(dir / "none.pbtxt") << edited(base, {{"RECOMPUTE_FULL", "RECOMPUTE_NONE"}});
   const auto r = run_lacuna("check " + (dir / "none.pbtxt") + " --schedule " + (dir / "lone.txt"));
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("rank 0, step 2: 0R0 recomputes whole layers, but the scenario's parallel.recompute is "
@@ -399,17 +405,14 @@ TEST(ScheduleE2E, RecomputeActionsPlaceTheReForward) {
 // interleaved schedule's p2p default (overlapped under megatron-core-0.12).
 TEST(ScheduleE2E, ADumpedInterleavedScheduleKeepsTheBuiltInPipelineP2p) {
   TempDir dir("interleaved-dump");
-  std::string base = with_schedule(source_path("scenarios/llm/gpt-1.3b-8gpu.pbtxt"), "kind: INTERLEAVED_1F1B");
-  const std::string v1 = "virtual_stages: 1";
-  ASSERT_NE(base.find(v1), std::string::npos);
-  base.replace(base.find(v1), v1.size(), "virtual_stages: 2");
+  const std::string base = edited(with_schedule(source_path("scenarios/llm/gpt-1.3b-8gpu.pbtxt"), "kind: INTERLEAVED_1F1B"),
+                                  {{"virtual_stages: 1", "virtual_stages: 2"}});
   const std::string builtin = dir / "builtin.pbtxt";
   std::ofstream(builtin) << base;
   const auto d = run_lacuna("compile " + builtin + " --dump-schedule " + (dir / "interleaved.txt"));
   ASSERT_EQ(d.exit_code, 0) << d.output;
   const std::string custom = dir / "custom.pbtxt";
-  std::ofstream(custom) << std::regex_replace(base, std::regex("schedule \\{[^}]*\\}"),
-                                              "schedule { actions_file: \"interleaved.txt\" }");
+  std::ofstream(custom) << schedule_replaced(base, "actions_file: \"interleaved.txt\"");
   EXPECT_EQ(iteration_ns(dir, custom, "custom"), iteration_ns(dir, builtin, "builtin"));
 }
 

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include <google/protobuf/util/message_differencer.h>
 #include <gtest/gtest.h>
 
 #include "sim/compiler/compile.h"
@@ -268,5 +269,18 @@ class ScheduleFiles {
  private:
   std::filesystem::path dir_;
 };
+
+// Two programs compiled from schedule files that should give the same
+// program: equal but for the scenario file's name. The differences, when
+// any, are printed (MessageDifferencer: SerializeAsString is not stable for
+// map fields).
+inline void expect_same_program(ir::Program a, ir::Program b) {
+  a.mutable_info()->clear_scenario_file();
+  b.mutable_info()->clear_scenario_file();
+  std::string diff;
+  google::protobuf::util::MessageDifferencer d;
+  d.ReportDifferencesToString(&diff);
+  EXPECT_TRUE(d.Compare(a, b)) << diff.substr(0, 2000);
+}
 
 }  // namespace lacuna::compiler::testing

@@ -26,6 +26,8 @@ class DpActionsCompile : public ::testing::Test {
   scenario::LoadedScenario with_file(const testing::Small& s, const std::string& text, const std::string& name) {
     return files_.scenario(s, text, name);
   }
+  // The built-in order of `s` with the DP pass's actions.
+  schedule::ActionSchedule placed(const testing::Small& s);
 
   testing::ScheduleFiles files_;
 };
@@ -57,6 +59,12 @@ schedule::ActionSchedule order_of(const testing::Small& s) {
       schedule::build_schedule(s.v > 1 ? scenario::INTERLEAVED_1F1B : scenario::ZB_H1, shape), shape);
 }
 
+schedule::ActionSchedule DpActionsCompile::placed(const testing::Small& s) {
+  const schedule::ActionSchedule plain = order_of(s);
+  return schedule::add_dp_actions(plain, shape_of(s),
+                                  scenario_dp_settings(with_file(s, schedule::format_schedule(plain), "plain.txt")));
+}
+
 // Per chunk, in DP-stream order: the collectives' kinds of rank class pp0.
 std::vector<std::pair<int32_t, ir::CollectiveKind>> dp_stream(const ir::Program& p) {
   std::vector<std::pair<int32_t, ir::CollectiveKind>> out;
@@ -85,14 +93,7 @@ TEST_F(DpActionsCompile, WrittenWhereThePassPutsThemTheProgramIsUnchanged) {
           schedule::add_dp_actions(plain, shape_of(s), scenario_dp_settings(without));
       ASSERT_NE(placed, plain);
       const scenario::LoadedScenario with = with_file(s, schedule::format_schedule(placed), "placed.txt");
-      ir::Program a = compile(without), b = compile(with);
-      // The file's own name is the only difference.
-      a.mutable_info()->clear_scenario_file();
-      b.mutable_info()->clear_scenario_file();
-      std::string diff;
-      google::protobuf::util::MessageDifferencer d;
-      d.ReportDifferencesToString(&diff);
-      EXPECT_TRUE(d.Compare(a, b)) << diff.substr(0, 2000);
+      testing::expect_same_program(compile(without), compile(with));
     }
 }
 
@@ -100,9 +101,8 @@ TEST_F(DpActionsCompile, WrittenWhereThePassPutsThemTheProgramIsUnchanged) {
 // backward, and its parameters gathered first: the DP stream's order follows.
 TEST_F(DpActionsCompile, MovedActionsMoveTheCollectives) {
   const testing::Small s = model(true);
-  const schedule::ActionSchedule plain = order_of(s);
-  const scenario::LoadedScenario base = with_file(s, schedule::format_schedule(plain), "plain.txt");
-  schedule::ActionSchedule moved = schedule::add_dp_actions(plain, shape_of(s), scenario_dp_settings(base));
+  const scenario::LoadedScenario base = with_file(s, schedule::format_schedule(order_of(s)), "plain.txt");
+  schedule::ActionSchedule moved = placed(s);
   schedule::RankActions& r0 = moved[0];
   // "0UNSHARD 2UNSHARD ...": swap the gathers.
   ASSERT_EQ(r0[0]->type, schedule::ActionType::kUnshard);
@@ -146,17 +146,13 @@ TEST_F(DpActionsCompile, MovedActionsMoveTheCollectives) {
 // 1's; the gathers themselves are the same.
 TEST_F(DpActionsCompile, ALookaheadUnshardIssuesTheGathersAfterItsPass) {
   const testing::Small s = model(true);
-  const schedule::ActionSchedule plain = order_of(s);
-  const scenario::LoadedScenario base = with_file(s, schedule::format_schedule(plain), "plain.txt");
-  schedule::ActionSchedule ahead = schedule::add_dp_actions(plain, shape_of(s), scenario_dp_settings(base));
+  schedule::ActionSchedule ahead = placed(s);
   schedule::RankActions& r0 = ahead[0];
   // "0UNSHARD 2UNSHARD 0F0 0F1 2F0 ..." → "0UNSHARD 0F0 2UNSHARD 0F1 2F0 ...".
   ASSERT_EQ(r0[1]->type, schedule::ActionType::kUnshard);
   ASSERT_EQ(r0[2]->type, schedule::ActionType::kForward);
   std::swap(r0[1], r0[2]);
-  const ir::Program p0 = compile(with_file(s, schedule::format_schedule(
-                                                  schedule::add_dp_actions(plain, shape_of(s), scenario_dp_settings(base))),
-                                              "placed.txt"));
+  const ir::Program p0 = compile(with_file(s, schedule::format_schedule(placed(s)), "placed.txt"));
   const ir::Program p1 = compile(with_file(s, schedule::format_schedule(ahead), "ahead.txt"));
   auto dp_ops = [](const ir::Program& p) {
     std::vector<std::string> out;

@@ -9,8 +9,6 @@
 #include <string>
 #include <vector>
 
-#include <google/protobuf/util/message_differencer.h>
-
 #include "sim/compiler/compile.h"
 #include "sim/compiler/compiler_test_support.h"
 #include "sim/core/error.h"
@@ -40,15 +38,6 @@ schedule::PipelineShape shape_of(const testing::Small& s) {
 
 schedule::ActionSchedule order_of(const testing::Small& s) {
   return schedule::to_actions(schedule::build_schedule(s.schedule, shape_of(s)), shape_of(s));
-}
-
-void expect_same_program(ir::Program a, ir::Program b) {
-  a.mutable_info()->clear_scenario_file();
-  b.mutable_info()->clear_scenario_file();
-  std::string diff;
-  google::protobuf::util::MessageDifferencer d;
-  d.ReportDifferencesToString(&diff);
-  EXPECT_TRUE(d.Compare(a, b)) << diff.substr(0, 2000);
 }
 
 const ir::Stream& compute_stream(const ir::RankClass& c) {
@@ -92,7 +81,7 @@ TEST_F(RecomputeActionsCompile, InterleavedWithItsBackwardTheProgramIsUnchanged)
     const schedule::ActionSchedule plain = order_of(s);
     const schedule::ActionSchedule paired = schedule::add_recompute_actions(plain);
     ASSERT_NE(paired, plain);
-    expect_same_program(compile(files_.scenario(s, schedule::format_schedule(plain), "plain.txt")),
+    testing::expect_same_program(compile(files_.scenario(s, schedule::format_schedule(plain), "plain.txt")),
                         compile(files_.scenario(s, schedule::format_schedule(paired), "paired.txt")));
   }
 }
@@ -124,7 +113,7 @@ TEST_F(RecomputeActionsCompile, ALoneRecomputeRunsAheadOfItsBackward) {
   const ir::RankClass& c_ahead = p_ahead.classes(0);
   ASSERT_EQ(c_ahead.name(), "pp0");
   // Rank 1's program is untouched.
-  expect_same_program([&] { ir::Program p; *p.add_classes() = p_paired.classes(1); return p; }(),
+  testing::expect_same_program([&] { ir::Program p; *p.add_classes() = p_paired.classes(1); return p; }(),
                       [&] { ir::Program p; *p.add_classes() = p_ahead.classes(1); return p; }());
   const Kernels rp = kernels_of(c_paired, ir::RECOMPUTE), ra = kernels_of(c_ahead, ir::RECOMPUTE);
   EXPECT_GT(rp.count, 0);
