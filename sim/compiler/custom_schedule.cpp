@@ -15,6 +15,7 @@
 #include "sim/schedule/call_deadlock.h"
 #include "sim/schedule/dualpipe.h"
 #include "sim/schedule/dualpipev.h"
+#include "sim/schedule/looped_bfs.h"
 #include "sim/schedule/lower_p2p.h"
 #include "sim/schedule/lower_recompute.h"
 #include "sim/schedule/validate_actions.h"
@@ -160,7 +161,7 @@ schedule::ActionSchedule check_actions_file(const scenario::LoadedScenario& scen
 }
 
 const std::vector<std::string>& schedule_generators() {
-  static const std::vector<std::string> names{"zb-v", "dualpipev", "dualpipe"};
+  static const std::vector<std::string> names{"zb-v", "dualpipev", "dualpipe", "looped-bfs"};
   return names;
 }
 
@@ -171,12 +172,17 @@ schedule::ActionSchedule generate_schedule(const scenario::LoadedScenario& scena
   if (std::find(names.begin(), names.end(), name) == names.end())
     throw Error(SourceLocation{{}, 0, 0, option}, "no schedule generator \"" + name + "\"",
                 "use " + fmt::format("{}", fmt::join(names, " or ")));
-  const std::string title = name == "zb-v" ? "ZB-V" : name == "dualpipe" ? "DualPipe" : "DualPipeV";
+  const std::string title = name == "zb-v"         ? "ZB-V"
+                            : name == "dualpipe"   ? "DualPipe"
+                            : name == "looped-bfs" ? "Looped BFS"
+                                                   : "DualPipeV";
   if (scenario.spec.model().encoders_size() > 0)
     throw Error(scenario.locations.locate("model.encoders"),
                 "a generated schedule orders the LLM's pipeline; placements of encoders build their own",
                 "generate it for the scenario without its encoders");
   const schedule::PipelineShape shape = scenario_pipeline_shape(scenario);
+  // Breadth first over any number of chunks, in Megatron-LM's looped layout.
+  if (name == "looped-bfs") return schedule::looped_bfs_schedule(shape.pp, shape.virtual_stages, shape.microbatches);
   if (shape.virtual_stages != 2)
     throw Error(scenario.locations.locate("parallel.virtual_stages"),
                 title + " runs two model chunks per pipeline rank, but virtual_stages is " +

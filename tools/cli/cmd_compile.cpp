@@ -193,8 +193,9 @@ void add_compile_command(CLI::App& app, Action& action) {
                   "with --dump-schedule: write a generated schedule for the scenario's pipeline instead of its own: "
                   "zb-v (ZB-V, the V-shaped zero-bubble schedule, weighed by lacuna's own pass times), dualpipev "
                   "(DeepSeek-V3's DualPipe cut in half, its forward-backward pairs written F&B) or dualpipe (the "
-                  "bidirectional original: two pipelines in opposite directions, each stage held twice; even pp); "
-                  "all need virtual_stages 2")
+                  "bidirectional original: two pipelines in opposite directions, each stage held twice; even pp), "
+                  "which need virtual_stages 2, or looped-bfs (breadth-first: every microbatch through a chunk "
+                  "before the next, as PyTorch's ScheduleLoopedBFS; any virtual_stages)")
       ->check(CLI::IsMember(compiler::schedule_generators()));
   sub->add_flag("--text", o->text, "write protobuf text format instead of binary");
   add_scale_down_option(sub, o->scale_down);
