@@ -365,7 +365,7 @@ TEST(ScheduleE2E, MicrobatchGroupsReorderTheInterleavedSchedule) {
 // each backward's recompute inside it ("R&B") and runs as the built-in 1F1B
 // to the nanosecond; each R unpaired, run right before its backward as a
 // pass of its own, recomputes while the gradient is on its way: a shorter
-// iteration, more memory at the peak.
+// iteration, with overlapped and with blocking p2p.
 TEST(ScheduleE2E, RecomputeActionsPlaceTheReForward) {
   TempDir dir("recompute-actions");
   const std::string base = edited(read_file(source_path("scenarios/llm/gpt-1.3b-8gpu.pbtxt")),
@@ -391,6 +391,13 @@ TEST(ScheduleE2E, RecomputeActionsPlaceTheReForward) {
   EXPECT_NE(c.output.find("16 recomputes run ahead of their backward as passes of their own"), std::string::npos)
       << c.output;
   EXPECT_LT(iteration_ns(dir, custom("lone"), "lone"), t_builtin);
+  // Blocking calls (1F1B's default under megatron-core-0.12) too: the
+  // forward's send and the gradient's receive go out after the R.
+  const std::string blocking = edited(base, {{kOverlapped, kSoftware}});
+  std::ofstream(dir / "blocking.pbtxt") << blocking;
+  std::ofstream(dir / "blocking-lone.pbtxt") << schedule_replaced(blocking, "actions_file: \"lone.txt\"");
+  EXPECT_LT(iteration_ns(dir, dir / "blocking-lone.pbtxt", "blocking-lone"),
+            iteration_ns(dir, dir / "blocking.pbtxt", "blocking"));
   // Without full recompute an R is refused, naming the setting.
   std::ofstream(dir / "none.pbtxt") << edited(base, {{"RECOMPUTE_FULL", "RECOMPUTE_NONE"}});
   const auto r = run_lacuna("check " + (dir / "none.pbtxt") + " --schedule " + (dir / "lone.txt"));

@@ -10,6 +10,7 @@
 #include "sim/schedule/dualpipev.h"
 #include "sim/schedule/lower_dp.h"
 #include "sim/schedule/lower_p2p.h"
+#include "sim/schedule/p2p_calls.h"
 #include "sim/schedule/synthetic_test_support.h"
 #include "sim/schedule/validate_actions.h"
 
@@ -97,6 +98,23 @@ TEST(LowerRecompute, ALoneRecomputeIsAPassOfItsOwn) {
     for (const int32_t i : call.sends) EXPECT_NE(passes[0][static_cast<size_t>(i)].pass, Pass::kRecompute);
     for (const int32_t i : call.recvs) EXPECT_NE(passes[0][static_cast<size_t>(i)].pass, Pass::kRecompute);
   }
+}
+
+// Under blocking calls a lone R joins the pass before it: that pass's send
+// and the next pass's receive stay one batched call, issued after the R, so
+// the recompute runs before the rank waits for the gradient.
+TEST(LowerRecompute, BlockingCallsComeAfterALoneRecompute) {
+  const PipelineShape shape{.pp = 2, .virtual_stages = 1, .microbatches = 2};
+  const ActionSchedule s = parsed("rank 0: 0F0 0F1 0R0 0B0 0R1 0B1\nrank 1: 1F0 1B0 1F1 1B1\n");
+  const auto passes = to_schedule(s, shape, "sched.txt");
+  // Passes 0F0 0F1 0R0 0B0 0R1 0B1: 0F0's send alone; 0F1's send with 0B0's
+  // receive after 0R0; 0B1's receive after 0R1.
+  EXPECT_EQ(blocking_p2p_calls(lacuna::scenario::CUSTOM, shape, 0, passes[0]),
+            (std::vector<P2pCall>{{0, {0}, {}}, {2, {1}, {3}}, {4, {}, {5}}}));
+  // Without the R the calls are the same, after the forward.
+  const auto plain = to_schedule(parsed("rank 0: 0F0 0F1 0B0 0B1\nrank 1: 1F0 1B0 1F1 1B1\n"), shape, "sched.txt");
+  EXPECT_EQ(blocking_p2p_calls(lacuna::scenario::CUSTOM, shape, 0, plain[0]),
+            (std::vector<P2pCall>{{0, {0}, {}}, {1, {1}, {2}}, {2, {}, {3}}}));
 }
 
 // DualPipe's "F&B" pairs stay pairs: their backward keeps its recompute

@@ -76,7 +76,17 @@ std::vector<P2pCall> blocking_p2p_calls(lacuna::scenario::ScheduleKind kind, con
       batched.push_back(i >= warmup && i + 1 < steady_end);
     }
   } else {
-    for (int32_t i = 0; i < n; ++i) steps.push_back({i});
+    // A schedule file's lone recompute moves no tensor: it joins the step of
+    // the pass before it, so that pass's sends still go out with the next
+    // pass's receives, in one call after the recompute (forward_step, the
+    // recompute, then send_forward_recv_backward, as a runtime that moves
+    // recomputation ahead of the gradient's wait would order them).
+    for (int32_t i = 0; i < n; ++i) {
+      if (actions[i].pass == Pass::kRecompute && !steps.empty())
+        steps.back().push_back(i);
+      else
+        steps.push_back({i});
+    }
     batched.assign(steps.size(), true);
   }
   // The step lists must cover the actions in order (the schedule builder and

@@ -42,8 +42,10 @@ struct P2pCall {
 //   backward) pair and each cool-down backward one call with that step's
 //   sends and the next step's receives (send_forward_recv_forward,
 //   send_forward_backward_recv_forward_backward, send_backward_recv_backward).
-// - GPIPE, ZB_H1: every pass's send batched with the next pass's receive
-//   (a batched call never deadlocks between neighbours sending to each other).
+// - GPIPE, ZB_H1 and schedule files: every pass's send batched with the next
+//   pass's receive (a batched call never deadlocks between neighbours
+//   sending to each other); a file's lone recompute (Pass::kRecompute) runs
+//   between the pass and that call.
 // Calls with nothing to send or receive are omitted.
 std::vector<P2pCall> blocking_p2p_calls(lacuna::scenario::ScheduleKind kind, const PipelineShape& shape, int32_t rank,
                                         const std::vector<Action>& actions);
