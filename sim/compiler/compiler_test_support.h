@@ -270,17 +270,22 @@ class ScheduleFiles {
   std::filesystem::path dir_;
 };
 
-// Two programs compiled from schedule files that should give the same
-// program: equal but for the scenario file's name. The differences, when
-// any, are printed (MessageDifferencer: SerializeAsString is not stable for
-// map fields).
-inline void expect_same_program(ir::Program a, ir::Program b) {
-  a.mutable_info()->clear_scenario_file();
-  b.mutable_info()->clear_scenario_file();
+// Two messages (programs, classes) that should be equal; the differences,
+// when any, are printed (MessageDifferencer: SerializeAsString is not stable
+// for map fields).
+inline void expect_same_message(const google::protobuf::Message& a, const google::protobuf::Message& b) {
   std::string diff;
   google::protobuf::util::MessageDifferencer d;
   d.ReportDifferencesToString(&diff);
   EXPECT_TRUE(d.Compare(a, b)) << diff.substr(0, 2000);
+}
+
+// Two programs compiled from schedule files that should give the same
+// program: equal but for the scenario file's name.
+inline void expect_same_program(ir::Program a, ir::Program b) {
+  a.mutable_info()->clear_scenario_file();
+  b.mutable_info()->clear_scenario_file();
+  expect_same_message(a, b);
 }
 
 }  // namespace lacuna::compiler::testing

@@ -8,8 +8,6 @@
 #include <string>
 #include <vector>
 
-#include <google/protobuf/util/message_differencer.h>
-
 #include "sim/compiler/compile.h"
 #include "sim/compiler/compiler_test_support.h"
 #include "sim/compiler/custom_schedule.h"
@@ -178,10 +176,7 @@ TEST_F(DpActionsCompile, ALookaheadUnshardIssuesTheGathersAfterItsPass) {
   engine::Simulator s0(p0, cost), s1(p1, cost);
   EXPECT_GE(s1.run().end_time.count(), s0.run().end_time.count());
   // Rank 1's program is unchanged.
-  std::string diff;
-  google::protobuf::util::MessageDifferencer d;
-  d.ReportDifferencesToString(&diff);
-  EXPECT_TRUE(d.Compare(p0.classes(1), p1.classes(1))) << diff.substr(0, 2000);
+  testing::expect_same_message(p0.classes(1), p1.classes(1));
 }
 
 }  // namespace

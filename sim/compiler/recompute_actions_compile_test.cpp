@@ -41,17 +41,20 @@ schedule::ActionSchedule order_of(const testing::Small& s) {
 }
 
 const ir::Stream& compute_stream(const ir::RankClass& c) {
-  for (const ir::Stream& s : c.streams())
-    if (s.kind() == ir::COMPUTE) return s;
-  throw std::runtime_error("no compute stream");
+  const ir::Stream* s = testing::find_stream(c, "compute");
+  if (s == nullptr) throw std::runtime_error("no compute stream");
+  return *s;
 }
 
-// The compute stream's running memory, at its highest.
-int64_t peak_memory(const ir::RankClass& c) {
-  int64_t now = 0, peak = 0;
+// The compute stream's running memory: at its highest, and at its end.
+struct Memory {
+  int64_t peak = 0, net = 0;
+};
+Memory memory_of(const ir::RankClass& c) {
+  Memory m;
   for (const ir::Op& op : compute_stream(c).ops())
-    if (op.has_compute()) peak = std::max(peak, now += op.compute().memory_delta_bytes());
-  return peak;
+    if (op.has_compute()) m.peak = std::max(m.peak, m.net += op.compute().memory_delta_bytes());
+  return m;
 }
 
 struct Kernels {
@@ -82,7 +85,7 @@ TEST_F(RecomputeActionsCompile, InterleavedWithItsBackwardTheProgramIsUnchanged)
     const schedule::ActionSchedule paired = schedule::add_recompute_actions(plain);
     ASSERT_NE(paired, plain);
     testing::expect_same_program(compile(files_.scenario(s, schedule::format_schedule(plain), "plain.txt")),
-                        compile(files_.scenario(s, schedule::format_schedule(paired), "paired.txt")));
+                                 compile(files_.scenario(s, schedule::format_schedule(paired), "paired.txt")));
   }
 }
 
@@ -113,8 +116,7 @@ TEST_F(RecomputeActionsCompile, ALoneRecomputeRunsAheadOfItsBackward) {
   const ir::RankClass& c_ahead = p_ahead.classes(0);
   ASSERT_EQ(c_ahead.name(), "pp0");
   // Rank 1's program is untouched.
-  testing::expect_same_program([&] { ir::Program p; *p.add_classes() = p_paired.classes(1); return p; }(),
-                      [&] { ir::Program p; *p.add_classes() = p_ahead.classes(1); return p; }());
+  testing::expect_same_message(p_paired.classes(1), p_ahead.classes(1));
   const Kernels rp = kernels_of(c_paired, ir::RECOMPUTE), ra = kernels_of(c_ahead, ir::RECOMPUTE);
   EXPECT_GT(rp.count, 0);
   EXPECT_EQ(ra.count, rp.count);
@@ -130,15 +132,10 @@ TEST_F(RecomputeActionsCompile, ALoneRecomputeRunsAheadOfItsBackward) {
   }
   EXPECT_LT(last_recompute, first_backward);
   // The memory the re-forwards re-materialise is held for all four at once.
-  EXPECT_GT(peak_memory(c_ahead), peak_memory(c_paired));
+  const Memory m_ahead = memory_of(c_ahead), m_paired = memory_of(c_paired);
+  EXPECT_GT(m_ahead.peak, m_paired.peak);
   // What the compute stream freed is what it took: the iteration ends even.
-  int64_t net = 0;
-  for (const ir::Op& op : cs.ops())
-    if (op.has_compute()) net += op.compute().memory_delta_bytes();
-  int64_t net_paired = 0;
-  for (const ir::Op& op : compute_stream(c_paired).ops())
-    if (op.has_compute()) net_paired += op.compute().memory_delta_bytes();
-  EXPECT_EQ(net, net_paired);
+  EXPECT_EQ(m_ahead.net, m_paired.net);
   // Rank 0's recomputes ran while it waited for gradients.
   const testing::TrivialCost cost;
   engine::Simulator sim_paired(p_paired, cost), sim_ahead(p_ahead, cost);

@@ -85,7 +85,6 @@ struct ClassBuild {
              const EncoderWork& work, const Slots& slots, int32_t slices, int32_t stages)
       : cls(llm_class),
         ed(cls),
-        compute(ed.compute()),
         s(stage),
         c(slice),
         e(geo.pipeline(stage, slice * geo.tp_enc)),
@@ -118,7 +117,6 @@ struct ClassBuild {
 
   ir::RankClass cls;
   ClassEditor ed;
-  const int32_t compute;
   const int32_t s, c;  // LLM stage, encoder slice
   const int32_t e, j, g;  // encoder pipeline, its stage, the GPU (e · P + j)
   const GpuPlacement& gp;
@@ -427,11 +425,11 @@ class Emitter {
       if (splices.empty() || splices.back().before != in.position) splices.push_back({in.position, {}});
       splices.back().ops.push_back(std::move(in.op));
     }
-    splice(*cb.cls.mutable_streams(cb.compute), std::move(splices));
+    splice(cb.ed.stream_at(cb.ed.compute()), std::move(splices));
     // Encoder optimizer after the LLM'cb.s (its reduction ends after the cb.last
     // encoder backward, normally after the LLM'cb.s own).
     if (cb.sw.trains()) {
-      ir::Stream& cs = *cb.cls.mutable_streams(cb.compute);
+      ir::Stream& cs = cb.ed.stream_at(cb.ed.compute());
       if (cb.dp_ops) *cs.add_ops() = wait_op(ir::OPTIMIZER_STEP, 0, cb.ed.event("enc_dp_to_compute"), cb.gathers + 1);
       ir::Op op = make_op(ir::OPTIMIZER_STEP, 0);
       *op.mutable_compute() = cb.sw.optimizer;

@@ -16,16 +16,13 @@ bool is_dp_action(const std::optional<ScheduleAction>& a) {
          (a->type == ActionType::kUnshard || a->type == ActionType::kReshard || a->type == ActionType::kReduceGrad);
 }
 
-// The rank's passes as to_schedule numbers them.
-bool is_llm_compute(const std::optional<ScheduleAction>& a) { return builder_pass(a); }
-
 // Per chunk, the index (among the rank's LLM passes) of its last B or W: the
 // pass that completes its gradients; -1 for a chunk without one.
 std::vector<int32_t> last_gradient_pass(const RankActions& actions, const PipelineShape& shape, int32_t* passes) {
   std::vector<int32_t> last(static_cast<size_t>(shape.virtual_stages), -1);
   int32_t p = -1;
   for (const auto& a : actions) {
-    if (!is_llm_compute(a)) continue;
+    if (!builder_pass(a)) continue;
     ++p;
     const Pass pass = *pass_of(a->type);
     const int32_t c = chunk_of_stage(shape, a->stage);
@@ -72,7 +69,7 @@ ActionSchedule add_dp_actions(const ActionSchedule& s, const PipelineShape& shap
     int32_t p = -1, pending = -1;
     for (size_t k = 0; k < in.size(); ++k) {
       o.push_back(in[k]);
-      if (is_llm_compute(in[k])) pending = ++p;
+      if (builder_pass(in[k])) pending = ++p;
       // After the pass and the transfers that follow it.
       const bool transfer_next = k + 1 < in.size() && in[k + 1] && is_transfer(in[k + 1]->type);
       if (pending < 0 || transfer_next) continue;
@@ -110,7 +107,7 @@ DpPoints dp_points_of(const ActionSchedule& s, int32_t rank, const PipelineShape
   // Per chunk, the index of its first forward (past the last pass if none).
   std::vector<int32_t> first_forward(chunks, INT32_MAX);
   for (size_t step = 0; step < actions.size(); ++step)
-    if (is_llm_compute(actions[step])) {
+    if (builder_pass(actions[step])) {
       const auto& a = actions[step];
       const int32_t c = chunk_of_stage(shape, a->stage);
       if (a->type == ActionType::kForward && c >= 0 && static_cast<size_t>(c) < chunks &&
@@ -122,7 +119,7 @@ DpPoints dp_points_of(const ActionSchedule& s, int32_t rank, const PipelineShape
   int32_t after = -1;
   for (size_t step = 0; step < actions.size(); ++step) {
     const auto& a = actions[step];
-    if (is_llm_compute(a)) {
+    if (builder_pass(a)) {
       ++after;
       continue;
     }

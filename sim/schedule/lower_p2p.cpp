@@ -13,9 +13,6 @@ namespace {
 
 bool is_pipeline_p2p(ActionType t) { return t >= ActionType::kSendForward && t <= ActionType::kRecvBackward; }
 
-// The rank's passes as to_schedule numbers them (an "R&B" pair is its B).
-bool is_llm_pass(const std::optional<ScheduleAction>& a) { return builder_pass(a); }
-
 bool is_paired_recompute(const std::optional<ScheduleAction>& a) {
   return a && a->module.empty() && a->type == ActionType::kRecompute && a->overlaps_next;
 }
@@ -56,7 +53,7 @@ ActionSchedule lower_p2p(const ActionSchedule& s, lacuna::scenario::ScheduleKind
     for (const auto& a : s[r])
       if (is_paired_recompute(a)) {
         pending = *a;
-      } else if (is_llm_pass(a)) {
+      } else if (builder_pass(a)) {
         passes.push_back({*pass_of(a->type), a->microbatch, chunk_of_stage(shape, a->stage)});
         compute.push_back(*a);
         paired.push_back(std::exchange(pending, std::nullopt));
@@ -103,7 +100,7 @@ std::vector<P2pCall> p2p_calls_of(const ActionSchedule& s, int32_t rank, const P
   std::vector<size_t> step_of;
   for (size_t step = 0; step < actions.size(); ++step) {
     const auto& a = actions[step];
-    if (!is_llm_pass(a)) continue;
+    if (!builder_pass(a)) continue;
     const Action p{*pass_of(a->type), a->microbatch, chunk_of_stage(shape, a->stage)};
     if (p.pass != Pass::kBackwardWeight && p.pass != Pass::kRecompute)
       index[{p.pass == Pass::kForward, a->stage, a->microbatch}] = static_cast<int32_t>(passes.size());
@@ -117,7 +114,7 @@ std::vector<P2pCall> p2p_calls_of(const ActionSchedule& s, int32_t rank, const P
   int32_t after = -1;
   for (size_t step = 0; step < actions.size(); ++step) {
     const auto& a = actions[step];
-    if (is_llm_pass(a)) {
+    if (builder_pass(a)) {
       if (in_call)
         refuse(step, fmt::format("a batched call is still open ('+') before {}", to_string(*a)),
                "end the call's last send or receive without '+'");
