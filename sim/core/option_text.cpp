@@ -2,12 +2,19 @@
 
 namespace lacuna {
 
+std::string abbreviate(std::string_view value, size_t shown) {
+  if (value.size() <= shown) return std::string(value);
+  size_t cut = shown;
+  while (cut > 0 && (static_cast<unsigned char>(value[cut]) & 0xC0) == 0x80) --cut;  // not inside a character
+  return std::string(value.substr(0, cut)) + "… (" + std::to_string(value.size()) + " bytes)";
+}
+
 std::string option_ref(std::string_view name, std::string_view value) {
   std::string out(kOptionOpen);
   out += name;
   if (!value.empty()) {
     out += ' ';
-    out += value;
+    out += abbreviate(value);
   }
   out += kOptionClose;
   return out;

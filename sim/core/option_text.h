@@ -19,6 +19,10 @@ inline constexpr std::string_view kOptionClose = "\u203a";
 
 // ‹name› or ‹name value›, for references built at run time.
 std::string option_ref(std::string_view name, std::string_view value = {});
+// A value as a message quotes it: whole up to `shown` bytes, else its start
+// and its size ("aaaa… (40005 bytes)"), so that a huge value does not bury
+// the error. option_ref quotes values so.
+std::string abbreviate(std::string_view value, size_t shown = 120);
 
 // How a front end writes option `name` with `value` (empty: a flag alone).
 using OptionSpelling = std::function<std::string(std::string_view name, std::string_view value)>;

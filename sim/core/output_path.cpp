@@ -54,6 +54,13 @@ OutputTarget resolve_output(const std::string& path, std::string_view option) {
          "give a file name inside it, e.g. " + (fs::path(path) / "out.json").string());
   }
   if (fs::exists(st)) {
+    // A file nobody may write was made read-only on purpose: replacing it by
+    // a rename, which only the directory's permissions govern, would undo
+    // that (and root would replace it whatever its mode).
+    constexpr fs::perms kWrite = fs::perms::owner_write | fs::perms::group_write | fs::perms::others_write;
+    if (fs::is_regular_file(st) && (st.permissions() & kWrite) == fs::perms::none)
+      fail_output(path, option, "is a read-only file; lacuna does not replace a file nobody may write",
+                  "make it writable (chmod u+w " + path + ") or give another path");
     // A device, FIFO or socket is written in place through the path as
     // given; a regular file is replaced where it really is.
     out.write_through = !fs::is_regular_file(st);

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "sim/core/error.h"
+#include "sim/core/int_math.h"
 #include "sim/importer/json_config.h"
 
 namespace lacuna::importer {
@@ -166,7 +167,13 @@ void map_moe(const JsonConfig& c, Text family, Annotated& a, std::vector<std::st
       const int64_t width = r.need("moe_intermediate_size", p + "expert_ffn_hidden_size");
       moe.set_expert_ffn_hidden_size(width);
       if (auto shared = c.integer("n_shared_experts"); shared && *shared > 0) {
-        moe.set_shared_expert_ffn_hidden_size(*shared * width);
+        const std::optional<int64_t> total = checked_mul(*shared, width);
+        if (!total)
+          throw Error(SourceLocation{c.file(), 0, 0, c.prefix() + "n_shared_experts"},
+                      fmt::format("n_shared_experts {} × moe_intermediate_size {} overflows a 64-bit width", *shared,
+                                  width),
+                      "check both keys: a shared expert is as wide as moe_intermediate_size");
+        moe.set_shared_expert_ffn_hidden_size(*total);
         a.from(p + "shared_expert_ffn_hidden_size", c.where("n_shared_experts") + " × moe_intermediate_size");
       }
       if (auto k = c.integer("first_k_dense_replace"); k && *k > 0) {
@@ -385,12 +392,17 @@ EncoderShape map_encoder(const JsonConfig& c, Vision kind, const HfOptions& o, A
                 "pass --image-size of at least the patch size");
   // The patch embedding is a stride-`patch` convolution without padding:
   // floor(image / patch) patches per side (SigLIP 384 px at 14: 27).
-  const int64_t patches = (image / patch) * (image / patch);
   const bool class_token = kind == Vision::kVit || kind == Vision::kClip || kind == Vision::kInternVit;
+  const std::optional<int64_t> patches = checked_mul(image / patch, image / patch);
+  if (!patches || !checked_add(*patches, 1))
+    throw Error(o.image_size > 0 ? SourceLocation{{}, 0, 0, "--image-size"} : SourceLocation{c.file(), 0, 0, c.prefix() + "image_size"},
+                fmt::format("image size {} gives ({} / {})² patches per image, beyond a 64-bit count", image, image,
+                            patch),
+                "give the image side in pixels (e.g. 224, 336, 448)");
   const std::string image_from = o.image_size > 0 ? "--image-size"
                                  : qwen_vl        ? "default: 448 px images (dynamic resolution; --image-size)"
                                                   : c.where("image_size");
-  shape.tokens = patches + (class_token ? 1 : 0);
+  shape.tokens = *patches + (class_token ? 1 : 0);
   a.from(tp + "seq_length", fmt::format("({} / {})² patches{} ({}; {})", image, patch, class_token ? " + class token" : "",
                                         image_from, c.where("patch_size")));
   if (qwen_vl) {

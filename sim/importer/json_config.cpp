@@ -16,7 +16,44 @@ JsonConfig::JsonConfig(std::shared_ptr<const pb::Struct> root, const pb::Struct*
                        std::string prefix)
     : root_(std::move(root)), node_(node), file_(std::move(file)), prefix_(std::move(prefix)) {}
 
+namespace {
+
+// Hugging Face configs nest a few levels (text_config.rope_scaling...). The
+// JSON parser below takes quadratic time on deep arrays (100,000 levels ran
+// for over a minute), so depth is bounded first, by a scan that skips strings.
+constexpr int kMaxJsonDepth = 64;
+
+void check_depth(std::string_view text, const std::string& file) {
+  int depth = 0, line = 1, column = 0;
+  bool in_string = false, escaped = false;
+  for (const char ch : text) {
+    ++column;
+    if (ch == '\n') {
+      ++line;
+      column = 0;
+    }
+    if (in_string) {
+      if (escaped) escaped = false;
+      else if (ch == '\\') escaped = true;
+      else if (ch == '"') in_string = false;
+      continue;
+    }
+    if (ch == '"') in_string = true;
+    else if (ch == '{' || ch == '[') {
+      if (++depth > kMaxJsonDepth)
+        throw Error(SourceLocation{file, line, column, {}},
+                    "the JSON nests deeper than " + std::to_string(kMaxJsonDepth) + " levels",
+                    "pass the model's config.json as downloaded from the Hugging Face Hub");
+    } else if (ch == '}' || ch == ']') {
+      --depth;
+    }
+  }
+}
+
+}  // namespace
+
 JsonConfig JsonConfig::parse(std::string_view text, const std::string& file) {
+  check_depth(text, file);
   auto root = std::make_shared<pb::Struct>();
   pb::util::JsonParseOptions options;
   const auto status = pb::util::JsonStringToMessage(std::string(text), root.get(), options);

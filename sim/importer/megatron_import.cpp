@@ -335,14 +335,25 @@ Annotated import_megatron(const std::vector<std::string>& args, const MegatronOp
       static const std::regex leading(R"(\(?\s*\[0\]\s*\*\s*(\d+)\s*\+\s*\[1\]\s*\*\s*(\d+)\s*\)?)");
       std::smatch match;
       char* end = nullptr;
+      errno = 0;
       const long long n = std::strtoll(freq->c_str(), &end, 10);
+      const bool out_of_range = errno == ERANGE;
+      if (out_of_range)
+        throw Error(SourceLocation{"megatron args", 0, 0, "--moe-layer-freq"}, "\"" + *freq + "\" is out of range",
+                    "write N (every N-th layer MoE) or ([0]*K+[1]*M)");
       if (!freq->empty() && *end == '\0' && n >= 1) {
         if (n > 1) {
           moe.set_layer_frequency(n);
           a.from(m + "layer_frequency", "--moe-layer-freq");
         }
       } else if (std::regex_match(*freq, match, leading)) {
-        moe.set_first_dense_layers(std::stoll(match[1].str()));
+        errno = 0;
+        const long long k = std::strtoll(match[1].str().c_str(), nullptr, 10);
+        if (errno == ERANGE)
+          throw Error(SourceLocation{"megatron args", 0, 0, "--moe-layer-freq"},
+                      "\"" + *freq + "\": the count of leading dense layers is out of range",
+                      "write ([0]*K+[1]*M) with K below the number of layers");
+        moe.set_first_dense_layers(k);
         a.from(m + "first_dense_layers", "--moe-layer-freq " + *freq + " (leading dense layers)");
       } else {
         a.warnings.push_back("--moe-layer-freq " + *freq +
@@ -377,8 +388,9 @@ Annotated import_megatron(const std::vector<std::string>& args, const MegatronOp
   for (size_t k = 0; k + 1 < f.launcher.size(); ++k) {
     const std::string& w = f.launcher[k];
     char* end = nullptr;
+    errno = 0;
     const long long v = std::strtoll(f.launcher[k + 1].c_str(), &end, 10);
-    if (*end != '\0' || v <= 0) continue;
+    if (*end != '\0' || v <= 0 || errno == ERANGE) continue;
     if (w == "--nnodes" && !lo.num_nodes.value) lo.num_nodes.set(v, "torchrun --nnodes");
     if ((w == "--nproc-per-node" || w == "--nproc_per_node") && !lo.gpus_per_node.value)
       lo.gpus_per_node.set(v, "torchrun --nproc-per-node");

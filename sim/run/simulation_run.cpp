@@ -59,6 +59,7 @@ report::Summary SimulationRun::run() {
   wall_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
   report::Summary summary = report::summarize(program_, accounting_, network_.describe(cost_), settings_.fold);
+  report::check_mfu(summary);
   add_network_sections(summary, comm_, network_, result.end_time);
   summary.monte_carlo = std::move(monte_carlo);
   summary.variability = variability_summary(program_, perturbation_.get(),

@@ -26,6 +26,7 @@ SummarizedRun simulate_and_summarize(const ir::Program& program, const cost::Cos
   SummarizedRun out;
   out.run = simulate(program, cost, mode, engine::SimulationOptions{.fold = fold}, all);
   out.summary = report::summarize(program, accounting, out.run.models, fold);
+  report::check_mfu(out.summary);
   return out;
 }
 

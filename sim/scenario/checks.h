@@ -151,6 +151,9 @@ class Problems {
 // Section passes, in the order validate_scenario runs them. Each reports
 // every problem of its section at once (Problems); a rule that ties fields
 // together runs once those fields passed.
+// Every string field valid UTF-8, and the name of a size file names take
+// (validate_text.cpp); before the sections, which quote field values.
+void validate_text(const Scenario& spec, const Checker& c);
 void validate_model(const Scenario& spec, const Checker& c);
 void validate_training(const Scenario& spec, const Checker& c);
 void validate_cluster(const Scenario& spec, const Checker& c);

@@ -1,5 +1,7 @@
 #include "sim/scenario/edits.h"
 
+#include <cerrno>
+
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/io/tokenizer.h>
 #include <google/protobuf/reflection.h>
@@ -58,7 +60,7 @@ void parse_value(Message& m, const FieldDescriptor& f, const std::string& value,
       case FieldDescriptor::CPPTYPE_DOUBLE: expected = "a number"; break;
       default: expected = "an integer"; break;
     }
-    fail(flag, path, "cannot read \"" + value + "\"" + (errors.error.empty() ? "" : ": " + errors.error),
+    fail(flag, path, "cannot read \"" + abbreviate(value) + "\"" + (errors.error.empty() ? "" : ": " + abbreviate(errors.error, 200)),
          "give " + expected);
   }
 }
@@ -244,8 +246,10 @@ double parse_number(const std::string& text, const std::string& flag, const std:
 
 int64_t parse_int(const std::string& text, const std::string& flag, const std::string& what) {
   char* end = nullptr;
+  errno = 0;
   const long long v = std::strtoll(text.c_str(), &end, 10);
   if (text.empty() || *end != '\0') fail(flag, "", "\"" + text + "\" is not an integer (" + what + ")", "");
+  if (errno == ERANGE) fail(flag, "", "\"" + text + "\" is out of range (" + what + ")", "");
   return v;
 }
 

@@ -106,7 +106,18 @@ void validate_moe(const Scenario& spec, const Checker& c) {
            "is " + std::to_string(m.first_dense_layers()) + "; it must lie in [0, num_layers = " +
                std::to_string(layers) + ")",
            "keep at least one MoE layer");
-  c.real(base + "capacity_factor", m.capacity_factor(), 1e6, true);
+  // 0 is dropless. Below 1 the experts drop tokens even when routing is
+  // balanced: the step computes less than the model FLOPs that MFU credits
+  // it with (6·N·D counts every token), so its MFU would overstate, past 1
+  // for small factors. 64: far above practice (Megatron-LM's examples use
+  // 1.0 to 2.0), low enough to keep the capacity arithmetic in range.
+  c.real(base + "capacity_factor", m.capacity_factor(), 64, true);
+  if (m.capacity_factor() > 0 && m.capacity_factor() < 1)
+    c.fail(base + "capacity_factor",
+           "is " + Checker::fmt(m.capacity_factor()) +
+               "; it must be 0 (dropless) or at least 1 (below 1 experts drop tokens even under balanced routing, and "
+               "MFU, which credits every token, would overstate)",
+           "use 0 or a factor ≥ 1 (Megatron-LM examples use 1.0 to 2.0)");
   // Megatron-Core: "moe_expert_capacity_factor must be set to use
   // moe_pad_expert_input_to_capacity" (transformer_config.py).
   if (m.pad_to_capacity() && m.capacity_factor() <= 0)

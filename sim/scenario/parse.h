@@ -25,5 +25,8 @@ void parse_text_message(std::string_view text, google::protobuf::Message& messag
 
 // Rejects text that is not UTF-8, naming the line and column of the first bad byte.
 void check_utf8(std::string_view text, const SourceMap& locations);
+// The offset of the first byte of `text` that is not part of valid UTF-8
+// (overlong forms and surrogates are invalid) or is NUL; npos when none.
+size_t first_invalid_utf8(std::string_view text);
 
 }  // namespace lacuna::scenario

@@ -16,6 +16,7 @@ void validate_scenario(const Scenario& spec, const SourceMap& locations) {
   const Checker c(locations);
   Problems problems;
   const auto pass = [&problems](const auto& run) { return problems.check(run); };
+  if (!pass([&] { validate_text(spec, c); })) problems.throw_if_any();
   const bool model = pass([&] { validate_model(spec, c); });
   const bool training = pass([&] { validate_training(spec, c); });
   const bool cluster = pass([&] { validate_cluster(spec, c); });

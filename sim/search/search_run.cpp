@@ -26,6 +26,8 @@
 #include "sim/report/analyses/summary.h"
 #include "sim/run/simulation_input.h"
 #include "sim/run/simulation_run.h"
+#include "sim/search/search_journal.h"
+#include "sim/core/atomic_file.h"
 
 namespace lacuna::search {
 namespace {
@@ -117,22 +119,6 @@ std::string simulate_plan(const scenario::LoadedScenario& base, const Plan& plan
   return j.dump();
 }
 
-Simulated parse_simulated(const std::string& record) {
-  const nlohmann::json j = nlohmann::json::parse(record);
-  Simulated s;
-  if (j.contains("problem")) {
-    s.problem = j["problem"].get<std::string>();
-    return s;
-  }
-  s.iteration_s = j["iteration_s"].get<double>();
-  s.tokens_per_s = j["tokens_per_s"].get<double>();
-  s.mfu = j["mfu"].get<double>();
-  s.gpus = j["gpus"].get<int64_t>();
-  s.peak_memory_bytes = j["peak_memory_bytes"].get<int64_t>();
-  if (j.contains("layout")) s.layout = j["layout"].get<std::string>();
-  return s;
-}
-
 std::vector<double> ranks_of(const std::vector<double>& x) {
   std::vector<size_t> order(x.size());
   std::iota(order.begin(), order.end(), size_t{0});
@@ -148,11 +134,11 @@ std::vector<double> ranks_of(const std::vector<double>& x) {
   return r;
 }
 
-// The journal of finished simulations (--resume): a header naming the search,
-// then one line per candidate, "id<TAB>record".
-std::string journal_header(const SearchOptions& o, const scenario::Scenario& base) {
+// The identity of a search, which names its journal (search_journal.h): the
+// scenario and every constraint that changes what a simulation gives.
+uint64_t search_hash(const SearchOptions& o, const scenario::Scenario& base) {
   // Deterministic serialization: map fields in key order, so the same
-  // scenario gives the same header in every run.
+  // scenario gives the same hash in every run.
   std::string key;
   {
     google::protobuf::io::StringOutputStream stream(&key);
@@ -171,32 +157,7 @@ std::string journal_header(const SearchOptions& o, const scenario::Scenario& bas
     h ^= c;
     h *= 1099511628211ull;
   }
-  return fmt::format("lacuna-search-journal v1 {:016x}", h);
-}
-
-std::map<size_t, std::string> read_journal(const std::string& path, const std::string& header) {
-  std::map<size_t, std::string> out;
-  std::ifstream in(path);
-  if (!in) return out;
-  std::string line;
-  if (!std::getline(in, line)) return out;
-  if (line != header) {
-    throw Error(SourceLocation{path, 1, 0, {}}, "this journal belongs to another search (scenario or constraints differ)",
-                "remove it, or rerun without ‹resume›");
-  }
-  while (std::getline(in, line)) {
-    const size_t tab = line.find('\t');
-    if (tab == std::string::npos) continue;  // a line cut short by the interruption
-    size_t id = 0;
-    try {
-      id = std::stoull(line.substr(0, tab));
-      (void)nlohmann::json::parse(line.substr(tab + 1));  // a complete record
-    } catch (const std::exception&) {
-      continue;
-    }
-    out[id] = line.substr(tab + 1);
-  }
-  return out;
+  return h;
 }
 
 }  // namespace
@@ -336,14 +297,18 @@ SearchResult run_search(const SearchOptions& o, const parallel::World& world, co
 
   // Simulate the chosen plans (those the journal does not already hold).
   const auto t2 = Clock::now();
-  const std::string header = journal_header(o, base.spec);
+  const uint64_t hash = search_hash(o, base.spec);
   // Each process keeps its own journal (the root's is the one named, the
   // others add ".<rank>"); a resumed search reads them all, so every process
   // skips the same plans.
   auto journal_of = [&](int rank) { return rank == 0 ? o.journal : fmt::format("{}.{}", o.journal, rank); };
-  std::map<size_t, std::string> journaled;
+  std::map<size_t, std::string> journaled, own;
   if (o.resume && !o.journal.empty()) {
-    for (int rank = 0; rank < world.size; ++rank) journaled.merge(read_journal(journal_of(rank), header));
+    for (int rank = 0; rank < world.size; ++rank) {
+      std::map<size_t, std::string> records = read_journal(journal_of(rank), hash, plans.size());
+      if (rank == world.rank) own = records;
+      journaled.merge(records);
+    }
   }
   std::vector<size_t> to_run;
   for (size_t id : chosen)
@@ -352,13 +317,15 @@ SearchResult run_search(const SearchOptions& o, const parallel::World& world, co
   std::mutex journal_lock;
   if (!o.journal.empty()) {
     const std::string path = journal_of(world.rank);
-    // Appended to when resuming a journal of this search (read_journal
-    // refused any other); else started afresh.
-    const bool keep = o.resume && std::ifstream(path).good();
-    journal = std::make_unique<std::ofstream>(path, keep ? std::ios::app : std::ios::trunc);
+    check_journal_path(path);
+    // Started afresh: the header, then (resuming) the records this process
+    // logged before, so that a cut-short record of the interrupted run does
+    // not stay in the middle of the file.
+    std::string start = journal_header(hash) + "\n";
+    for (const auto& [id, record] : own) start += journal_line(hash, id, record) + "\n";
+    write_file_atomically(path, start);
+    journal = std::make_unique<std::ofstream>(path, std::ios::app);
     if (!*journal) throw Error(SourceLocation{path, 0, 0, {}}, "cannot write the search journal");
-    // A new line first: the interrupted run may have cut its last record short.
-    *journal << (keep ? "\n" : header + "\n") << std::flush;
   }
   std::vector<double> costs;
   // A folded run simulates one rank per pipeline stage, so its events grow
@@ -377,7 +344,7 @@ SearchResult run_search(const SearchOptions& o, const parallel::World& world, co
         std::string record = simulate_plan(base, plans[to_run[k]], o.network, o.calibration);
         if (journal) {
           std::lock_guard<std::mutex> hold(journal_lock);
-          *journal << to_run[k] << "\t" << record << "\n" << std::flush;
+          *journal << journal_line(hash, to_run[k], record) << "\n" << std::flush;
         }
         return record;
       },
@@ -394,7 +361,7 @@ SearchResult run_search(const SearchOptions& o, const parallel::World& world, co
   std::set<size_t> fresh(to_run.begin(), to_run.end());
   for (size_t id : chosen) {
     Candidate& c = result.candidates[id];
-    Simulated s = parse_simulated(journaled.at(id));
+    Simulated s = parse_record(journaled.at(id), SourceLocation{o.journal, 0, 0, {}});
     s.resumed = !fresh.count(id);
     if (!s.problem.empty()) {
       c.fate = Fate::kCompileFailed;

@@ -137,6 +137,24 @@ TEST(Search, AResumedSearchReusesTheJournalAndGivesTheSameResult) {
   int reused = 0;
   for (const Candidate& c : resumed.candidates) reused += c.simulated && c.simulated->resumed;
   EXPECT_EQ(reused, 3);
+  // The resumed run rewrote the journal without the cut-short record: cut
+  // again (an interruption of the resumed run), it resumes again.
+  lines.clear();
+  {
+    std::ifstream in(o.journal);
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+  }
+  ASSERT_EQ(lines.size(), 11u);
+  {
+    std::ofstream out(o.journal, std::ios::trunc);
+    for (size_t i = 0; i < 7; ++i) out << lines[i] << "\n";
+    out << lines[7].substr(0, 5);
+  }
+  const SearchResult again = run_search(o, parallel::World{});
+  EXPECT_EQ(search_csv(whole), search_csv(again));
+  reused = 0;
+  for (const Candidate& c : again.candidates) reused += c.simulated && c.simulated->resumed;
+  EXPECT_EQ(reused, 6);
   // A journal of another search is refused, naming the file.
   o.fixes.push_back("parallel.tp=2");
   try {

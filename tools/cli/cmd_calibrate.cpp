@@ -57,6 +57,11 @@ int run_from_table(const CalibrateCliOptions& c) {
 
 int run_calibrate(CalibrateCliOptions& c) {
   if (!c.from_table.empty()) return run_from_table(c);
+  // Before measuring (minutes): the profile is never one of the scenarios
+  // read, nor a path that cannot be written.
+  std::vector<NamedPath> inputs;
+  for (const std::string& s : c.options.scenarios) inputs.push_back({"--scenario", s});
+  check_outputs({{"--output", c.options.output}}, inputs);
   calibrate::CalibrateOptions o = c.options;
   o.device = c.cpu ? calibrate::DeviceChoice::kCpu
                    : (c.gpu ? calibrate::DeviceChoice::kGpu : calibrate::DeviceChoice::kAuto);

@@ -2,6 +2,7 @@
 // a scenario from what users already have (docs/import.md). The scenario is
 // validated as `lacuna check` would before anything is written; every field
 // carries a comment naming its source.
+#include <cerrno>
 #include <cstdlib>
 #include <memory>
 #include <optional>
@@ -23,6 +24,13 @@ namespace lacuna::cli {
 
 namespace {
 
+// What an import reads, with the cap of a scenario file (several times the
+// largest config.json on the Hub, docs/reliability.md#inputs).
+constexpr InputKind kHfConfigInput{"Hugging Face config.json", 16 * kMiB,
+                                   "pass the model's config.json as downloaded from the Hugging Face Hub"};
+constexpr InputKind kMegatronScriptInput{"Megatron-LM launch script", 16 * kMiB,
+                                         "pass the shell script or text file holding the pretrain_gpt.py command line"};
+
 struct CommonOptions {
   std::string output;
   std::string cluster_preset = "h100-sxm";
@@ -33,8 +41,9 @@ std::optional<int64_t> world_size_env() {
   const char* w = std::getenv("WORLD_SIZE");
   if (!w || !*w) return std::nullopt;
   char* end = nullptr;
+  errno = 0;
   const long long v = std::strtoll(w, &end, 10);
-  if (*end != '\0' || v <= 0)
+  if (*end != '\0' || v <= 0 || errno == ERANGE)
     throw Error(SourceLocation{"WORLD_SIZE", 0, 0, {}}, fmt::format("\"{}\" is not a positive integer", w),
                 "unset it or pass --num-nodes");
   return v;
@@ -47,8 +56,13 @@ void fill_cluster(const CommonOptions& c, importer::LayoutOptions& lo) {
   lo.world_size = world_size_env();
 }
 
+// Before reading anything: the output is none of the inputs and can be written.
+void check_import_output(const CommonOptions& c, const std::vector<NamedPath>& inputs) {
+  if (!c.output.empty()) check_outputs({{"--output", c.output}}, inputs);
+}
+
 // Validates as `lacuna check` does, then writes atomically (or to stdout).
-int finish(const importer::Annotated& a, const CommonOptions& c, const std::string& input) {
+int finish(const importer::Annotated& a, const CommonOptions& c, const std::vector<NamedPath>& inputs) {
   const std::string text = importer::write_annotated(a);
   const std::string shown = c.output.empty() ? "<imported scenario>" : c.output;
   try {
@@ -63,7 +77,7 @@ int finish(const importer::Annotated& a, const CommonOptions& c, const std::stri
     fmt::print("{}", text);
     return 0;
   }
-  check_outputs({{"--output", c.output}}, {{"INPUT", input}});
+  check_outputs({{"--output", c.output}}, inputs);
   AtomicFile out(c.output);
   out.write(text);
   out.commit();
@@ -84,10 +98,13 @@ struct HfCommand {
   std::vector<std::string> encoders;
   std::optional<int64_t> tp, cp, pp, dp, ep, expert_tp, vp, micro, global, seq;
   bool sp = false, distopt = false;
-  int64_t images = 0, image_size = 0;
+  std::optional<int64_t> images, image_size;
 };
 
 int run_hf(const HfCommand& h) {
+  std::vector<NamedPath> inputs{{"CONFIG", h.config}};
+  for (const std::string& e : h.encoders) inputs.push_back({"--encoder", e});
+  check_import_output(h.common, inputs);
   importer::HfOptions o;
   fill_cluster(h.common, o.layout);
   auto opt = [](importer::Sourced<int64_t>& s, const std::optional<int64_t>& v, const char* flag) {
@@ -105,11 +122,32 @@ int run_hf(const HfCommand& h) {
   opt(o.layout.seq_length, h.seq, "--seq-length");
   if (h.sp) o.layout.sequence_parallel.set(true, "--sequence-parallel");
   if (h.distopt) o.layout.distributed_optimizer.set(true, "--distributed-optimizer");
-  o.images_per_sample = h.images;
-  o.image_size = h.image_size;
-  for (const std::string& e : h.encoders) o.encoders.push_back({read_input_file(e, kScenarioInput), e});
-  const importer::Annotated a = importer::import_hf({read_input_file(h.config, kScenarioInput), h.config}, o);
-  return finish(a, h.common, h.config);
+  if (h.images) {
+    if (*h.images <= 0)
+      throw Error(SourceLocation{{}, 0, 0, "--images-per-sample"}, fmt::format("{} images per sample", *h.images),
+                  "give a positive count, or leave the option out for one image per sample");
+    o.images_per_sample = *h.images;
+  }
+  if (h.image_size) {
+    if (*h.image_size <= 0)
+      throw Error(SourceLocation{{}, 0, 0, "--image-size"}, fmt::format("{} is not an image side", *h.image_size),
+                  "give the side in pixels (a positive integer, e.g. 448), or leave the option out for the config's");
+    o.image_size = *h.image_size;
+  }
+  // An error inside an encoder's file names the option it came in by.
+  const auto by_option = [&](const Error& e) {
+    for (const std::string& enc : h.encoders)
+      if (e.where().file == enc && e.where().field.empty() && enc != h.config)
+        return Error(SourceLocation{enc, e.where().line, e.where().column, "--encoder"}, e.problem(), e.fix());
+    return e;
+  };
+  try {
+    for (const std::string& e : h.encoders) o.encoders.push_back({read_input_file(e, kHfConfigInput), e});
+    const importer::Annotated a = importer::import_hf({read_input_file(h.config, kHfConfigInput), h.config}, o);
+    return finish(a, h.common, inputs);
+  } catch (const Error& e) {
+    throw by_option(e);
+  }
 }
 
 struct MegatronCommand {
@@ -120,10 +158,12 @@ struct MegatronCommand {
 };
 
 int run_megatron(const MegatronCommand& m) {
+  const std::vector<NamedPath> inputs{{"--from", m.from}};
+  check_import_output(m.common, inputs);
   importer::MegatronOptions o;
   fill_cluster(m.common, o.layout);
   std::vector<std::string> args;
-  if (!m.from.empty()) args = importer::split_command_line(read_input_file(m.from, kScenarioInput));
+  if (!m.from.empty()) args = importer::split_command_line(read_input_file(m.from, kMegatronScriptInput));
   for (const CLI::App* app : {m.sub, m.parent})
     for (const std::string& w : app->remaining())
       if (!(w == "--" && args.empty())) args.push_back(w);
@@ -132,7 +172,7 @@ int run_megatron(const MegatronCommand& m) {
                 "pass them after the options (lacuna import megatron --num-nodes 4 -- --num-layers 32 ...) or "
                 "--from a script");
   const importer::Annotated a = importer::import_megatron(args, o);
-  return finish(a, m.common, m.from);
+  return finish(a, m.common, inputs);
 }
 
 }  // namespace

@@ -23,6 +23,7 @@
 #include "tools/cli/commands.h"
 #include "tools/cli/calibration_option.h"
 #include "tools/cli/network_option.h"
+#include "sim/search/search_journal.h"
 #include "tools/cli/output_checks.h"
 
 namespace lacuna::cli {
@@ -59,7 +60,7 @@ int run_search_command(SearchCliOptions o) {
     const scenario::LoadedScenario probe = scenario::load_scenario(o.search.scenario, 1, o.search.edits);
     stem = run::file_stem_for(probe.spec.name(), o.search.scenario);
   }
-  const bool defaults = !o.summary_only;
+  const bool defaults = !o.summary_only && (o.csv.empty() || o.svg.empty());
   if (defaults && o.csv.empty()) o.csv = (std::filesystem::path(o.out_dir) / (stem + ".search.csv")).string();
   if (defaults && o.svg.empty()) o.svg = (std::filesystem::path(o.out_dir) / (stem + ".search.svg")).string();
   if (defaults) {
@@ -68,16 +69,17 @@ int run_search_command(SearchCliOptions o) {
     std::filesystem::create_directories(o.out_dir, ec);
     if (ec) throw Error(SourceLocation{o.out_dir, 0, 0, "--out-dir"}, "cannot create the output directory: " + ec.message());
   }
-  check_outputs({{"--csv", o.csv}, {"--json", o.json}, {"--svg", o.svg}},
-                {{"SCENARIO", o.search.scenario}, {"--calibration", o.search.calibration.profile}});
   // Finished simulations are logged beside the CSV, so that an interrupted
   // search can be resumed (--resume); removed once the outputs are written.
-  o.search.journal = (o.csv.empty() ? (std::filesystem::path(o.out_dir) / (stem + ".search.csv")).string() : o.csv) +
-                     ".journal";
-  if (o.csv.empty()) {
-    std::error_code ec;
-    std::filesystem::create_directories(o.out_dir, ec);
-  }
+  // Without a CSV (--summary-only, which writes no files) there is none.
+  if (!o.csv.empty()) o.search.journal = o.csv + ".journal";
+  if (o.search.resume && o.search.journal.empty())
+    throw Error(SourceLocation{{}, 0, 0, "--resume"},
+                "--resume reads the journal beside the CSV, and --summary-only writes no CSV",
+                "give --csv FILE (the journal is FILE.journal), or drop --resume");
+  check_outputs({{"--csv", o.csv}, {"--json", o.json}, {"--svg", o.svg}, {"--csv's journal", o.search.journal}},
+                {{"SCENARIO", o.search.scenario}, {"--calibration", o.search.calibration.profile}});
+  if (!o.search.journal.empty()) search::check_journal_path(o.search.journal);
 
   std::unique_ptr<parallel::BatchProgress> bar;
   std::string stage;
@@ -136,8 +138,12 @@ void add_search_command(CLI::App& app, Action& action) {
   sub->add_option("--fix", o->search.fixes,
                   "fix a dimension: FIELD=VALUE[,VALUE...], e.g. parallel.tp=8 (docs/search.md lists the fields)");
   sub->add_option("--set", o->set, "edit the base scenario first: FIELD=VALUE (as simulate --set)");
-  sub->add_option("--simulate", o->search.simulate_top, "K: the best plans by the screen to compile and simulate")
-      ->check(CLI::Range(0, 100000))
+  // Each simulated plan is a compile and a folded simulation (0.01 to 0.1 s
+  // and more): 10,000 bound a search to tens of minutes per core, and an
+  // interrupted one resumes (--resume).
+  sub->add_option("--simulate", o->search.simulate_top,
+                  "K: the best plans by the screen to compile and simulate (at most 10000)")
+      ->check(CLI::Range(0, 10000))
       ->capture_default_str();
   sub->add_option("--top", o->top, "rows of the table and of the JSON's top list")->capture_default_str();
   add_network_option(sub, o->search.network);

@@ -44,8 +44,11 @@ int run(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    const int code = app.exit(e);  // prints help or the usage error
-    return code == 0 ? 0 : 2;
+    // --help and --version print and succeed; every other refusal of the
+    // command line is a user error like any other: one "lacuna: error:" line.
+    if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);
+    fmt::print(stderr, "lacuna: error: {}\nRun with --help for more information.\n", e.what());
+    return 2;
   }
   if (!action) {
     std::fputs(app.help().c_str(), stdout);

@@ -1,5 +1,9 @@
 #include "sim/report/analyses/summary.h"
 
+#include <fmt/format.h>
+
+#include "sim/core/error.h"
+
 #include <algorithm>
 
 namespace lacuna::report {
@@ -88,6 +92,19 @@ void divide(RankAccount& r, int32_t n) {
 }
 
 }  // namespace
+
+void check_mfu(const Summary& s) {
+  // The model's FLOPs in less time than the peak allows cannot be: an MFU
+  // outside (0, 1] is a defect of lacuna's (the scenario checks bound the
+  // fields that could produce one, docs/reliability.md), never a figure.
+  if (s.info.peak_flops_per_gpu() > 0 && s.info.model_flops_per_iteration() > 0 && s.iteration_time > TimeNs::zero() &&
+      !(s.mfu > 0 && s.mfu <= 1))
+    throw InternalError(fmt::format(
+        "MFU {} outside (0, 1] for scenario \"{}\": {:.6g} model FLOPs per iteration in {} ns on {} GPUs of "
+        "{:.6g} FLOP/s peak each",
+        s.mfu, s.scenario_name, s.info.model_flops_per_iteration(), s.iteration_time.count(), s.num_gpus,
+        s.info.peak_flops_per_gpu()));
+}
 
 Summary summarize(const ir::Program& program, const BubbleAccounting& accounting, std::string cost_model,
                   bool folded) {

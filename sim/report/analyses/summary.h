@@ -136,6 +136,12 @@ struct Summary {
   }
 };
 
+// Throws InternalError (with the figures that produced it) for an MFU outside
+// (0, 1] on the program's peak: every simulated run checks its summary before
+// anything prints it (docs/reliability.md#hostile-inputs). Not summarize's own
+// rule, so that report tests can summarize hand-made programs.
+void check_mfu(const Summary& summary);
+
 Summary summarize(const ir::Program& program, const BubbleAccounting& accounting, std::string cost_model,
                   bool folded);
 

@@ -1,0 +1,1 @@
+python pretrain_gpt.py --num-layers 8 --hidden-size 512 --num-attention-heads 8 --seq-length 1024 --max-position-embeddings 1024 --micro-batch-size 1 --global-batch-size 8 --num-experts 8 --vocab-size 32000 --moe-layer-freq 99999999999999999999999
