@@ -111,6 +111,23 @@ TEST(HostileInputsE2E, SweepNamingOneFileTwiceLeavesItUntouched) {
                                (dir / "X") + " --json " + (dir / "X")),
                     "one would overwrite the other");
   EXPECT_EQ(read_file(dir / "X"), "keep");
+  // A finished sweep leaves no journal; --resume needs one to read.
+  const auto r = run_lacuna("sweep " + source_path(kSmallLlm) + " --fold --set training.global_batch=8,16 --csv " +
+                            (dir / "ok.csv"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_FALSE(fs::exists(dir / "ok.csv.journal"));
+  expect_user_error(run_lacuna("sweep " + source_path(kSmallLlm) + " --fold --set training.global_batch=8,16 --resume"),
+                    "--resume");
+  fs::create_symlink(dir / "X", dir / "ok.csv.journal");
+  expect_user_error(run_lacuna("sweep " + source_path(kSmallLlm) + " --fold --set training.global_batch=8,16 --csv " +
+                               (dir / "ok.csv") + " --resume"),
+                    "symbolic link");
+  EXPECT_EQ(read_file(dir / "X"), "keep");
+  // A bad profile names the option it came in by, and the file.
+  { std::ofstream(dir / "profile.pbtxt") << "garbage {\n"; }
+  expect_user_error(run_lacuna("sweep " + source_path(kSmallLlm) + " --set training.global_batch=8,16 --calibration " +
+                               (dir / "profile.pbtxt")),
+                    "profile.pbtxt:1:9: --calibration: ");
 }
 
 // ------------------------------------------------- wrong answers, exit 0

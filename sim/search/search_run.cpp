@@ -7,6 +7,7 @@
 #include <fstream>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <numeric>
 #include <set>
 #include <sstream>
@@ -75,7 +76,10 @@ std::string first_line(const std::string& text) {
 
 // Compiles and simulates one plan the way `lacuna simulate --fold` would run
 // its scenario; the record is JSON. A plan the compiler rejects, or a run
-// that fails, gives a record with its problem: it never stops the search.
+// that fails on its input (lacuna::Error; a program too large for this
+// machine's memory), gives a record with its problem: it never stops the
+// search. A defect of lacuna's (InternalError, e.g. an MFU above 1) is not a
+// plan's problem: it stops the search as an internal error, never a row.
 std::string simulate_plan(const scenario::LoadedScenario& base, const Plan& plan, run::NetworkMode network,
                           const run::CalibrationChoice& calibration) {
   nlohmann::json j;
@@ -113,8 +117,10 @@ std::string simulate_plan(const scenario::LoadedScenario& base, const Plan& plan
     j["mfu"] = s.mfu;
     j["gpus"] = s.num_gpus;
     j["peak_memory_bytes"] = s.peak_memory.max;
-  } catch (const std::exception& e) {
+  } catch (const Error& e) {
     j = nlohmann::json{{"problem", first_line(e.what())}};
+  } catch (const std::bad_alloc&) {
+    j = nlohmann::json{{"problem", "the plan's simulation does not fit in this machine's memory"}};
   }
   return j.dump();
 }

@@ -3,11 +3,17 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <mutex>
 
 #include <fmt/format.h>
 
+#include "sim/core/atomic_file.h"
 #include "sim/core/error.h"
 #include "sim/core/input_file.h"
+#include "sim/core/option_text.h"
 #include "sim/engine/simulator.h"
 #include "sim/run/program_input.h"
 #include "sim/run/simulation_run.h"
@@ -77,8 +83,15 @@ ValidatedSweep validate_sweep(const Grid& grid, const SweepSettings& s) {
       out.scenario_name = loaded.spec.name();
       // The profile read and its device checked once, before any run.
       if (s.calibration.enabled()) {
-        (void)run::make_cost_model(s.calibration, loaded.spec.cluster(), loaded.spec.training().precision(),
-                                   s.scenario);
+        try {
+          (void)run::make_cost_model(s.calibration, loaded.spec.cluster(), loaded.spec.training().precision(),
+                                     s.scenario);
+        } catch (const Error& e) {
+          // A problem of the profile's own names the option it came in by.
+          if (e.where().file != s.calibration.profile || !e.where().field.empty()) throw;
+          throw Error(SourceLocation{e.where().file, e.where().line, e.where().column, option_ref("calibration")},
+                      e.problem(), e.fix());
+        }
       }
     }
     out.multimodal |= loaded.spec.model().encoders_size() > 0;
@@ -110,13 +123,104 @@ std::string run_point(const Grid& grid, size_t point, const SweepSettings& s) {
   }
 }
 
+const JournalKind kSweepJournal{
+    "lacuna-sweep-journal",
+    "v1",
+    "sweep journal",
+    "point",
+    "sweep",
+    InputKind{"sweep journal", 64 * kMiB, "remove it, or rerun without ‹resume› (the sweep starts afresh)"},
+    "give ‹csv› or ‹json› another path (the journal is the first of them + \".journal\")"};
+
+uint64_t sweep_hash(const Grid& grid, const SweepSettings& s) {
+  uint64_t h = fnv1a64(read_input_file(s.scenario, kScenarioInput));
+  for (size_t p = 0; p < grid.size(); ++p) h = fnv1a64("\n" + grid.describe(p), h);
+  h = fnv1a64(fmt::format("\nscale_down {} fold {} network {} samples {} seed {} ideal {}", s.scale_down, s.fold,
+                          s.network == run::NetworkMode::kFlow ? "flow" : "analytic", s.samples, s.seed, s.ideal),
+              h);
+  // A profile's measurements, not its path, make the points what they are.
+  if (s.calibration.enabled()) h = fnv1a64("\n" + read_input_file(s.calibration.profile, kProfileInput), h);
+  return h;
+}
+
+void check_sweep_record(const std::string& record, const SourceLocation& where) {
+  report::RunMetrics m;
+  try {
+    m = report::metrics_from_record(record);
+  } catch (const std::exception&) {
+    // The record is the journal's text, not lacuna's own: a user's problem.
+    throw Error(where, "the record is not a point's metrics as lacuna writes them", std::string(kSweepJournal.input.fix));
+  }
+  if (!(m.mfu > 0 && m.mfu <= 1) || m.num_gpus < 1 || m.iteration_time_ns <= 0)
+    throw Error(where,
+                fmt::format("the record holds figures no run gives (MFU {}, {} GPUs, iteration {} ns)", m.mfu,
+                            m.num_gpus, m.iteration_time_ns),
+                std::string(kSweepJournal.input.fix));
+}
+
+std::vector<std::string> sweep_journals(const std::string& journal, int processes) {
+  std::vector<std::string> out;
+  if (journal.empty()) return out;
+  for (int r = 0; r < processes; ++r) out.push_back(r == 0 ? journal : fmt::format("{}.{}", journal, r));
+  return out;
+}
+
 std::vector<report::RunMetrics> run_sweep(const parallel::World& world, const Grid& grid, const SweepSettings& s,
-                                          int jobs, const std::vector<double>& costs, const parallel::ItemDone& done) {
-  const std::vector<std::string> records = parallel::map_items(
-      world, grid.size(), jobs, [&](size_t p) { return run_point(grid, p, s); }, costs, done);
+                                          int jobs, const std::vector<double>& costs, const parallel::ItemDone& done,
+                                          size_t* resumed) {
+  // Each process logs the points it finishes in its own journal; a resumed
+  // sweep reads them all, so every process skips the same points.
+  const std::vector<std::string> journals = sweep_journals(s.journal, world.size);
+  const uint64_t hash = journals.empty() ? 0 : sweep_hash(grid, s);
+  std::map<size_t, std::string> journaled, own;
+  if (s.resume) {
+    for (int rank = 0; rank < world.size; ++rank) {
+      std::map<size_t, std::string> records =
+          read_journal(kSweepJournal, journals[static_cast<size_t>(rank)], hash, grid.size(), check_sweep_record);
+      if (rank == world.rank) own = records;
+      journaled.merge(records);
+    }
+  }
+  std::vector<size_t> to_run;
+  std::vector<double> to_run_costs;
+  for (size_t p = 0; p < grid.size(); ++p)
+    if (!journaled.count(p)) {
+      to_run.push_back(p);
+      if (!costs.empty()) to_run_costs.push_back(costs[p]);
+    }
+  std::unique_ptr<std::ofstream> log;
+  std::mutex log_lock;
+  if (!journals.empty()) {
+    const std::string& path = journals[static_cast<size_t>(world.rank)];
+    check_journal_path(kSweepJournal, path);
+    // Started afresh: the header, then (resuming) this process's earlier
+    // records, so that a record the interruption cut short is gone.
+    std::string start = journal_header(kSweepJournal, hash) + "\n";
+    for (const auto& [p, record] : own) start += journal_line(hash, p, record) + "\n";
+    write_file_atomically(path, start);
+    log = std::make_unique<std::ofstream>(path, std::ios::app);
+    if (!*log) throw Error(SourceLocation{path, 0, 0, {}}, "cannot write the sweep journal");
+  }
+  const parallel::ItemDone done_here = [&](size_t finished, size_t owned, size_t k, const std::string& record) {
+    if (done) done(finished, owned, to_run[k], record);
+  };
+  const std::vector<std::string> fresh = parallel::map_items(
+      world, to_run.size(), jobs,
+      [&](size_t k) {
+        std::string record = run_point(grid, to_run[k], s);
+        if (log) {
+          std::lock_guard<std::mutex> hold(log_lock);
+          *log << journal_line(hash, to_run[k], record) << "\n" << std::flush;
+        }
+        return record;
+      },
+      to_run_costs, done_here);
+  if (resumed) *resumed = journaled.size();
+  if (!world.root()) return {};
+  for (size_t k = 0; k < to_run.size(); ++k) journaled[to_run[k]] = fresh[k];
   std::vector<report::RunMetrics> out;
-  out.reserve(records.size());
-  for (const std::string& r : records) out.push_back(report::metrics_from_record(r));
+  out.reserve(grid.size());
+  for (size_t p = 0; p < grid.size(); ++p) out.push_back(report::metrics_from_record(journaled.at(p)));
   return out;
 }
 

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/core/work_journal.h"
 #include "sim/parallel/processes.h"
 #include "sim/parallel/work_split.h"
 #include "sim/report/analyses/run_metrics.h"
@@ -31,7 +32,22 @@ struct SweepSettings {
   int32_t samples = 0;  // --samples K per point; 0: none
   int64_t seed = -1;    // --seed S; -1: the scenario's
   bool ideal = false;   // --ideal
+  // Where finished points are logged, so that an interrupted sweep can be
+  // resumed ("": no journal), and whether to reuse that journal's points.
+  std::string journal;
+  bool resume = false;
 };
+
+// The journal of a sweep's finished points (sim/core/work_journal.h): each
+// record a point's metrics (report::metrics_record), checked as the sweep
+// reads it; the run's identity hashes the scenario file, every point's
+// assignments and the settings that change a point's result
+// (docs/sweep.md#interrupted-sweeps).
+extern const JournalKind kSweepJournal;
+uint64_t sweep_hash(const Grid& grid, const SweepSettings& settings);
+// A journal record as the sweep reads it: a run's metrics, MFU in (0, 1],
+// GPUs ≥ 1, a positive iteration time. Throws lacuna::Error at `where`.
+void check_sweep_record(const std::string& record, const SourceLocation& where);
 
 // The edits of `point`: the grid's --set assignments in axis order, then
 // --ideal and --seed, as `lacuna simulate` applies them.
@@ -59,9 +75,15 @@ std::string run_point(const Grid& grid, size_t point, const SweepSettings& setti
 
 // Every point, dealt over `world`'s processes by `costs` and run on `jobs`
 // threads in each; on the root the metrics of every point in point order,
-// elsewhere an empty vector. `done` as in parallel::map_items.
+// elsewhere an empty vector. `done` as in parallel::map_items. With
+// settings.journal, each finished point is logged there (".<rank>" added on
+// the other processes), and with settings.resume the points the journals
+// hold are taken from them instead of run (`resumed` gets how many).
 std::vector<report::RunMetrics> run_sweep(const parallel::World& world, const Grid& grid, const SweepSettings& settings,
                                           int jobs, const std::vector<double>& costs,
-                                          const parallel::ItemDone& done = {});
+                                          const parallel::ItemDone& done = {}, size_t* resumed = nullptr);
+// The journals run_sweep writes for `processes` processes (to remove them
+// once the outputs are written).
+std::vector<std::string> sweep_journals(const std::string& journal, int processes);
 
 }  // namespace lacuna::sweep

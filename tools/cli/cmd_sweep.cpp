@@ -7,9 +7,11 @@
 // writes.
 #include <algorithm>
 #include <cstdint>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -41,6 +43,7 @@ struct SweepOptions {
   std::string csv, json, svg;
   std::vector<std::string> metrics;
   bool summary_only = false;
+  bool resume = false;  // --resume: reuse the journal's points
 };
 
 // The outputs, opened on the root before any point runs (an unwritable path
@@ -78,10 +81,19 @@ int run_sweep(const SweepOptions& o, const parallel::World& world) {
   const std::vector<std::string> metrics = o.metrics.empty() ? sweep::kDefaultPlotMetrics : o.metrics;
   sweep::check_metric_names(metrics, settings.samples > 0);
 
+  // Finished points are logged beside the first of the CSV and the JSON, so
+  // that an interrupted sweep can be resumed (--resume); the journal is
+  // removed once the outputs are written. Without either there is none.
+  settings.journal = !o.csv.empty() ? o.csv + ".journal" : !o.json.empty() ? o.json + ".journal" : std::string();
+  settings.resume = o.resume;
+  if (o.resume && settings.journal.empty())
+    throw Error(SourceLocation{{}, 0, 0, "--resume"}, "--resume reads the journal beside --csv or --json, and neither is given",
+                "give the --csv or --json FILE of the interrupted sweep (its journal is FILE.journal)");
   Outputs out;
   on_root_for_all(world, [&] {
-    check_outputs({{"--csv", o.csv}, {"--json", o.json}, {"--svg", o.svg}},
+    check_outputs({{"--csv", o.csv}, {"--json", o.json}, {"--svg", o.svg}, {"the sweep's journal", settings.journal}},
                   {{"SCENARIO", o.scenario}, {"--calibration", settings.calibration.profile}});
+    if (!settings.journal.empty()) check_journal_path(sweep::kSweepJournal, settings.journal);
     if (!o.csv.empty()) out.csv.emplace(o.csv);
     if (!o.json.empty()) out.json.emplace(o.json);
     if (!o.svg.empty()) out.svg.emplace(o.svg);
@@ -109,8 +121,9 @@ int run_sweep(const SweepOptions& o, const parallel::World& world) {
     progress->update(finished, best);
   };
   std::vector<report::RunMetrics> points;
+  size_t resumed = 0;
   try {
-    points = sweep::run_sweep(world, grid, settings, jobs, validated.costs, done);
+    points = sweep::run_sweep(world, grid, settings, jobs, validated.costs, done, &resumed);
   } catch (...) {
     if (progress) progress->finish();
     throw;
@@ -125,12 +138,17 @@ int run_sweep(const SweepOptions& o, const parallel::World& world) {
   if (out.csv) out.csv->commit();
   if (out.json) out.json->commit();
   if (out.svg) out.svg->commit();
+  for (const std::string& j : sweep::sweep_journals(settings.journal, world.size)) {
+    std::error_code ec;
+    std::filesystem::remove(j, ec);
+  }
 
   if (o.summary_only) {
     fmt::print("{}", sweep::sweep_json(result));
     return 0;
   }
   fmt::print("{}", sweep::sweep_table(result));
+  if (resumed > 0) fmt::print("({} of {} points taken from the journal of an interrupted run)\n", resumed, grid.size());
   if (out.csv || out.json || out.svg) fmt::print("\n");
   if (out.csv) fmt::print("  csv    {}\n", o.csv);
   if (out.json) fmt::print("  json   {}\n", o.json);
@@ -181,6 +199,8 @@ void add_sweep_command(CLI::App& app, Action& action) {
       ->expected(1)
       ->take_all();
   sub->add_flag("--summary-only", o->summary_only, "print only the JSON document to stdout (no table)");
+  sub->add_flag("--resume", o->resume,
+                "reuse the points an interrupted run of the same sweep logged beside its --csv (or --json)");
   sub->callback([o, &action] {
     action = [o] {
       const parallel::World world = parallel::world();
