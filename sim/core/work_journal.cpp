@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "sim/core/atomic_file.h"
+
 namespace lacuna {
 namespace {
 
@@ -90,6 +92,41 @@ std::map<size_t, std::string> read_journal(const JournalKind& kind, const std::s
   struct stat st {};
   if (::lstat(path.c_str(), &st) != 0) return {};  // none yet
   return parse_journal(kind, read_input_file(path, kind.input), path, run_hash, items, check);
+}
+
+std::vector<std::string> journal_paths(const std::string& path, int processes) {
+  std::vector<std::string> out;
+  if (path.empty()) return out;
+  for (int r = 0; r < processes; ++r) out.push_back(r == 0 ? path : fmt::format("{}.{}", path, r));
+  return out;
+}
+
+std::map<size_t, std::string> read_journals(const JournalKind& kind, const std::vector<std::string>& paths,
+                                            uint64_t run_hash, size_t items, const RecordCheck& check, int rank,
+                                            std::map<size_t, std::string>* own) {
+  std::map<size_t, std::string> all;
+  for (size_t r = 0; r < paths.size(); ++r) {
+    std::map<size_t, std::string> records = read_journal(kind, paths[r], run_hash, items, check);
+    if (own != nullptr && static_cast<int>(r) == rank) *own = records;
+    all.merge(records);
+  }
+  return all;
+}
+
+JournalLog::JournalLog(const JournalKind& kind, const std::string& path, uint64_t run_hash,
+                       const std::map<size_t, std::string>& kept)
+    : hash_(run_hash) {
+  check_journal_path(kind, path);
+  std::string start = journal_header(kind, run_hash) + "\n";
+  for (const auto& [id, record] : kept) start += journal_line(run_hash, id, record) + "\n";
+  write_file_atomically(path, start);
+  out_.open(path, std::ios::app);
+  if (!out_) throw Error(SourceLocation{path, 0, 0, {}}, fmt::format("cannot write the {}", kind.what));
+}
+
+void JournalLog::append(size_t id, const std::string& record) {
+  std::lock_guard<std::mutex> hold(lock_);
+  out_ << journal_line(hash_, id, record) << "\n" << std::flush;
 }
 
 std::map<size_t, std::string> parse_journal(const JournalKind& kind, std::string_view text, const std::string& path,

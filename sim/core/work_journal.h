@@ -16,10 +16,13 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <fstream>
 #include <functional>
 #include <map>
+#include <mutex>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "sim/core/error.h"
 #include "sim/core/input_file.h"
@@ -61,6 +64,32 @@ std::map<size_t, std::string> parse_journal(const JournalKind& kind, std::string
 // by check_journal_path and by size (kind.input's cap) before it is read.
 std::map<size_t, std::string> read_journal(const JournalKind& kind, const std::string& path, uint64_t run_hash,
                                            size_t items, const RecordCheck& check);
+
+// The journals of a run over `processes` MPI processes: `path` for the root,
+// "path.RANK" for the others; none for an empty path.
+std::vector<std::string> journal_paths(const std::string& path, int processes);
+
+// Every process's journal (read_journal each), merged by item id; `own`
+// (when given) gets the records of `paths[rank]`.
+std::map<size_t, std::string> read_journals(const JournalKind& kind, const std::vector<std::string>& paths,
+                                            uint64_t run_hash, size_t items, const RecordCheck& check, int rank,
+                                            std::map<size_t, std::string>* own);
+
+// One process's journal while its run goes: started by rewriting the file
+// with the header and `kept` (what this process logged before an
+// interruption, so that a record the interruption cut short is gone), then
+// appended to, one flushed line per finished item, from any thread.
+class JournalLog {
+ public:
+  JournalLog(const JournalKind& kind, const std::string& path, uint64_t run_hash,
+             const std::map<size_t, std::string>& kept);
+  void append(size_t id, const std::string& record);
+
+ private:
+  uint64_t hash_;
+  std::ofstream out_;
+  std::mutex lock_;
+};
 
 // FNV-1a 64 of `text`, continuing from `h` (a run's identity hashes its inputs).
 uint64_t fnv1a64(std::string_view text, uint64_t h = 1469598103934665603ull);

@@ -8,11 +8,6 @@
 #include "sim/core/error.h"
 
 namespace lacuna::search {
-namespace {
-
-void check_record(const std::string& record, const SourceLocation& where) { (void)parse_record(record, where); }
-
-}  // namespace
 
 Simulated parse_record(const std::string& record, const SourceLocation& where) {
   const auto bad = [&](const std::string& what) -> Error {
@@ -56,6 +51,8 @@ Simulated parse_record(const std::string& record, const SourceLocation& where) {
   }
   return s;
 }
+
+void check_record(const std::string& record, const SourceLocation& where) { (void)parse_record(record, where); }
 
 std::map<size_t, std::string> read_journal(const std::string& path, uint64_t search_hash, size_t candidates) {
   return lacuna::read_journal(kSearchJournal, path, search_hash, candidates, check_record);

@@ -37,6 +37,9 @@ inline void check_journal_path(const std::string& path) { lacuna::check_journal_
 // at `where`.
 Simulated parse_record(const std::string& record, const SourceLocation& where);
 
+// parse_record as a lacuna::RecordCheck.
+void check_record(const std::string& record, const SourceLocation& where);
+
 // The search's journal read as lacuna::read_journal reads one, its records
 // checked by parse_record; candidates are the search's plans.
 std::map<size_t, std::string> read_journal(const std::string& path, uint64_t search_hash, size_t candidates);

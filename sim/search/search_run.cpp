@@ -4,11 +4,11 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
-#include <fstream>
 #include <memory>
 #include <mutex>
 #include <new>
 #include <numeric>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -158,12 +158,7 @@ uint64_t search_hash(const SearchOptions& o, const scenario::Scenario& base) {
                      o.network == run::NetworkMode::kFlow ? "flow" : "analytic");
   // A profile's measurements, not its path, make the simulations what they are.
   if (o.calibration.enabled()) key += "\n--calibration " + read_input_file(o.calibration.profile, kProfileInput);
-  uint64_t h = 1469598103934665603ull;  // FNV-1a
-  for (unsigned char c : key) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return h;
+  return fnv1a64(key);
 }
 
 }  // namespace
@@ -307,32 +302,16 @@ SearchResult run_search(const SearchOptions& o, const parallel::World& world, co
   // Each process keeps its own journal (the root's is the one named, the
   // others add ".<rank>"); a resumed search reads them all, so every process
   // skips the same plans.
-  auto journal_of = [&](int rank) { return rank == 0 ? o.journal : fmt::format("{}.{}", o.journal, rank); };
-  std::map<size_t, std::string> journaled, own;
-  if (o.resume && !o.journal.empty()) {
-    for (int rank = 0; rank < world.size; ++rank) {
-      std::map<size_t, std::string> records = read_journal(journal_of(rank), hash, plans.size());
-      if (rank == world.rank) own = records;
-      journaled.merge(records);
-    }
-  }
+  const std::vector<std::string> journals = journal_paths(o.journal, world.size);
+  std::map<size_t, std::string> own;
+  std::map<size_t, std::string> journaled =
+      o.resume ? read_journals(kSearchJournal, journals, hash, plans.size(), check_record, world.rank, &own)
+               : std::map<size_t, std::string>{};
   std::vector<size_t> to_run;
   for (size_t id : chosen)
     if (!journaled.count(id)) to_run.push_back(id);
-  std::unique_ptr<std::ofstream> journal;
-  std::mutex journal_lock;
-  if (!o.journal.empty()) {
-    const std::string path = journal_of(world.rank);
-    check_journal_path(path);
-    // Started afresh: the header, then (resuming) the records this process
-    // logged before, so that a cut-short record of the interrupted run does
-    // not stay in the middle of the file.
-    std::string start = journal_header(hash) + "\n";
-    for (const auto& [id, record] : own) start += journal_line(hash, id, record) + "\n";
-    write_file_atomically(path, start);
-    journal = std::make_unique<std::ofstream>(path, std::ios::app);
-    if (!*journal) throw Error(SourceLocation{path, 0, 0, {}}, "cannot write the search journal");
-  }
+  std::optional<JournalLog> journal;
+  if (!journals.empty()) journal.emplace(kSearchJournal, journals[static_cast<size_t>(world.rank)], hash, own);
   std::vector<double> costs;
   // A folded run simulates one rank per pipeline stage, so its events grow
   // with the microbatches times all the layers; the heterogeneous
@@ -348,10 +327,7 @@ SearchResult run_search(const SearchOptions& o, const parallel::World& world, co
       world, to_run.size(), result.threads,
       [&](size_t k) {
         std::string record = simulate_plan(base, plans[to_run[k]], o.network, o.calibration);
-        if (journal) {
-          std::lock_guard<std::mutex> hold(journal_lock);
-          *journal << journal_line(hash, to_run[k], record) << "\n" << std::flush;
-        }
+        if (journal) journal->append(to_run[k], record);
         return record;
       },
       costs,

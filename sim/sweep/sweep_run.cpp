@@ -3,14 +3,11 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
-#include <fstream>
 #include <map>
-#include <memory>
-#include <mutex>
+#include <optional>
 
 #include <fmt/format.h>
 
-#include "sim/core/atomic_file.h"
 #include "sim/core/error.h"
 #include "sim/core/input_file.h"
 #include "sim/core/option_text.h"
@@ -158,29 +155,17 @@ void check_sweep_record(const std::string& record, const SourceLocation& where) 
                 std::string(kSweepJournal.input.fix));
 }
 
-std::vector<std::string> sweep_journals(const std::string& journal, int processes) {
-  std::vector<std::string> out;
-  if (journal.empty()) return out;
-  for (int r = 0; r < processes; ++r) out.push_back(r == 0 ? journal : fmt::format("{}.{}", journal, r));
-  return out;
-}
-
 std::vector<report::RunMetrics> run_sweep(const parallel::World& world, const Grid& grid, const SweepSettings& s,
                                           int jobs, const std::vector<double>& costs, const parallel::ItemDone& done,
                                           size_t* resumed) {
   // Each process logs the points it finishes in its own journal; a resumed
   // sweep reads them all, so every process skips the same points.
-  const std::vector<std::string> journals = sweep_journals(s.journal, world.size);
+  const std::vector<std::string> journals = journal_paths(s.journal, world.size);
   const uint64_t hash = journals.empty() ? 0 : sweep_hash(grid, s);
-  std::map<size_t, std::string> journaled, own;
-  if (s.resume) {
-    for (int rank = 0; rank < world.size; ++rank) {
-      std::map<size_t, std::string> records =
-          read_journal(kSweepJournal, journals[static_cast<size_t>(rank)], hash, grid.size(), check_sweep_record);
-      if (rank == world.rank) own = records;
-      journaled.merge(records);
-    }
-  }
+  std::map<size_t, std::string> own;
+  std::map<size_t, std::string> journaled =
+      s.resume ? read_journals(kSweepJournal, journals, hash, grid.size(), check_sweep_record, world.rank, &own)
+               : std::map<size_t, std::string>{};
   std::vector<size_t> to_run;
   std::vector<double> to_run_costs;
   for (size_t p = 0; p < grid.size(); ++p)
@@ -188,19 +173,8 @@ std::vector<report::RunMetrics> run_sweep(const parallel::World& world, const Gr
       to_run.push_back(p);
       if (!costs.empty()) to_run_costs.push_back(costs[p]);
     }
-  std::unique_ptr<std::ofstream> log;
-  std::mutex log_lock;
-  if (!journals.empty()) {
-    const std::string& path = journals[static_cast<size_t>(world.rank)];
-    check_journal_path(kSweepJournal, path);
-    // Started afresh: the header, then (resuming) this process's earlier
-    // records, so that a record the interruption cut short is gone.
-    std::string start = journal_header(kSweepJournal, hash) + "\n";
-    for (const auto& [p, record] : own) start += journal_line(hash, p, record) + "\n";
-    write_file_atomically(path, start);
-    log = std::make_unique<std::ofstream>(path, std::ios::app);
-    if (!*log) throw Error(SourceLocation{path, 0, 0, {}}, "cannot write the sweep journal");
-  }
+  std::optional<JournalLog> log;
+  if (!journals.empty()) log.emplace(kSweepJournal, journals[static_cast<size_t>(world.rank)], hash, own);
   const parallel::ItemDone done_here = [&](size_t finished, size_t owned, size_t k, const std::string& record) {
     if (done) done(finished, owned, to_run[k], record);
   };
@@ -208,10 +182,7 @@ std::vector<report::RunMetrics> run_sweep(const parallel::World& world, const Gr
       world, to_run.size(), jobs,
       [&](size_t k) {
         std::string record = run_point(grid, to_run[k], s);
-        if (log) {
-          std::lock_guard<std::mutex> hold(log_lock);
-          *log << journal_line(hash, to_run[k], record) << "\n" << std::flush;
-        }
+        if (log) log->append(to_run[k], record);
         return record;
       },
       to_run_costs, done_here);

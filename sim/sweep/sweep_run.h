@@ -77,13 +77,11 @@ std::string run_point(const Grid& grid, size_t point, const SweepSettings& setti
 // threads in each; on the root the metrics of every point in point order,
 // elsewhere an empty vector. `done` as in parallel::map_items. With
 // settings.journal, each finished point is logged there (".<rank>" added on
-// the other processes), and with settings.resume the points the journals
+// the other processes: journal_paths), and with settings.resume the points the journals
 // hold are taken from them instead of run (`resumed` gets how many).
 std::vector<report::RunMetrics> run_sweep(const parallel::World& world, const Grid& grid, const SweepSettings& settings,
                                           int jobs, const std::vector<double>& costs,
                                           const parallel::ItemDone& done = {}, size_t* resumed = nullptr);
-// The journals run_sweep writes for `processes` processes (to remove them
-// once the outputs are written).
-std::vector<std::string> sweep_journals(const std::string& journal, int processes);
+
 
 }  // namespace lacuna::sweep

@@ -41,8 +41,7 @@ struct SearchCliOptions {
 
 void remove_journals(const std::string& journal, int processes) {
   std::error_code ec;
-  std::filesystem::remove(journal, ec);
-  for (int r = 1; r < processes; ++r) std::filesystem::remove(fmt::format("{}.{}", journal, r), ec);
+  for (const std::string& j : journal_paths(journal, processes)) std::filesystem::remove(j, ec);
 }
 
 int run_search_command(SearchCliOptions o) {

@@ -138,7 +138,7 @@ int run_sweep(const SweepOptions& o, const parallel::World& world) {
   if (out.csv) out.csv->commit();
   if (out.json) out.json->commit();
   if (out.svg) out.svg->commit();
-  for (const std::string& j : sweep::sweep_journals(settings.journal, world.size)) {
+  for (const std::string& j : journal_paths(settings.journal, world.size)) {
     std::error_code ec;
     std::filesystem::remove(j, ec);
   }
