@@ -130,6 +130,35 @@ TEST(HostileInputsE2E, SweepNamingOneFileTwiceLeavesItUntouched) {
                     "profile.pbtxt:1:9: --calibration: ");
 }
 
+// ------------------------------------------------------------ bounded work
+
+// Every plan or point to run is compiled and its run estimated before the
+// first simulation; a batch whose runs in flight would not fit the memory
+// limit is refused then, leaving no output and no journal, and an accepted
+// one states its estimate (docs/performance.md#batch-estimate).
+TEST(HostileInputsE2E, SearchesAndSweepsOverTheMemoryLimitAreRefusedBeforeTheFirstRun) {
+  TempDir dir("hostile-bounded");
+  const std::string scenario = source_path(kSmallLlm);
+  const std::string search = "search " + scenario + " --simulate 3 --csv " + (dir / "s.csv") + " --svg " +
+                             (dir / "s.svg");
+  const auto refused = run_lacuna(search + " -j 3 --max-host-memory-gb 0.000001");
+  expect_user_error(refused, "--max-host-memory-gb: the plans would need about");
+  EXPECT_NE(refused.output.find("3 plans in flight at once"), std::string::npos) << refused.output;
+  EXPECT_EQ(refused.output.find("plans simulated"), std::string::npos) << refused.output;
+  EXPECT_TRUE(fs::is_empty(dir.path())) << "a refused search left files behind";
+  const auto ok = run_lacuna(search + " --max-host-memory-gb 0 -j 3");
+  ASSERT_EQ(ok.exit_code, 0) << ok.output;
+  EXPECT_NE(ok.output.find("(estimated 3 plans: "), std::string::npos) << ok.output;
+  fs::remove(dir / "s.csv");
+  fs::remove(dir / "s.svg");
+
+  const std::string sweep = "sweep " + scenario + " --set training.global_batch=8,16 -j 2 --csv " + (dir / "w.csv");
+  expect_user_error(run_lacuna(sweep + " --max-memory-gb 0.000001"),
+                    "--max-memory-gb: the points would need about");
+  EXPECT_TRUE(fs::is_empty(dir.path())) << "a refused sweep left files behind";
+  ASSERT_EQ(run_lacuna(sweep + " --max-memory-gb 0").exit_code, 0);
+}
+
 // ------------------------------------------------- wrong answers, exit 0
 
 TEST(HostileInputsE2E, ACapacityFactorBelowOneIsRefused) {

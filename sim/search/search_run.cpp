@@ -25,6 +25,7 @@
 #include "sim/placement/compile.h"
 #include "sim/placement/hetero_layouts.h"
 #include "sim/report/analyses/summary.h"
+#include "sim/run/batch_estimate.h"
 #include "sim/run/simulation_input.h"
 #include "sim/run/simulation_run.h"
 #include "sim/search/search_journal.h"
@@ -74,43 +75,66 @@ std::string first_line(const std::string& text) {
   return nl == std::string::npos ? text : text.substr(0, nl);
 }
 
-// Compiles and simulates one plan the way `lacuna simulate --fold` would run
-// its scenario; the record is JSON. A plan the compiler rejects, or a run
-// that fails on its input (lacuna::Error; a program too large for this
-// machine's memory), gives a record with its problem: it never stops the
-// search. A defect of lacuna's (InternalError, e.g. an MFU above 1) is not a
-// plan's problem: it stops the search as an internal error, never a row.
+// One plan compiled for its run: the cost model that planned it and will
+// time it, the program, and for a heterogeneous placement the layouts the
+// builder chose.
+struct PreparedPlan {
+  std::unique_ptr<cost::CostModel> cost;
+  ir::Program program;
+  std::string layout;
+};
+
+// Compiles one plan the way `lacuna simulate --fold` would compile its
+// scenario. Throws lacuna::Error when the compiler rejects the plan.
+std::unique_ptr<PreparedPlan> prepare_plan(const scenario::LoadedScenario& base, const Plan& plan,
+                                           const run::CalibrationChoice& calibration) {
+  auto prepared = std::make_unique<PreparedPlan>();
+  scenario::LoadedScenario loaded = base;
+  loaded.spec = apply_plan(base.spec, plan);
+  // An LLM-only plan is checked as a file would be. A multimodal one is
+  // built the way `lacuna compare` builds each placement, whose builders
+  // check what the placement needs (the file's own placement rules would
+  // refuse, e.g., context parallelism under an OPTIMUS scenario).
+  if (plan.placement == Placement::kNone) scenario::validate_scenario(loaded.spec, loaded.locations);
+  prepared->cost = run::make_cost_model(calibration, loaded.spec.cluster(), loaded.spec.training().precision());
+  const cost::CostModel& cost = *prepared->cost;
+  if (plan.placement == Placement::kHeteroColocated || plan.placement == Placement::kHeteroNonColocated) {
+    placement::HeteroChoice choice = placement::choose_heterogeneous(
+        loaded,
+        plan.placement == Placement::kHeteroColocated ? placement::HeteroMode::kColocated
+                                                      : placement::HeteroMode::kNonColocated,
+        cost);
+    prepared->layout = choice.description;
+    prepared->program = std::move(choice.program);
+  } else if (plan.placement != Placement::kNone) {
+    prepared->program = placement::compile_as(loaded, placement_kind(plan.placement), cost);
+  } else {
+    prepared->program = placement::compile(loaded, cost);
+  }
+  return prepared;
+}
+
+run::RunSettings plan_run_settings(run::NetworkMode network) {
+  run::RunSettings settings;
+  settings.fold = true;
+  settings.network = network;
+  return settings;
+}
+
+// Compiles (unless the estimate kept its compile) and simulates one plan;
+// the record is JSON. A plan the compiler rejects, or a run that fails on
+// its input (lacuna::Error; a program too large for this machine's memory),
+// gives a record with its problem: it never stops the search. A defect of
+// lacuna's (InternalError, e.g. an MFU above 1) is not a plan's problem: it
+// stops the search as an internal error, never a row.
 std::string simulate_plan(const scenario::LoadedScenario& base, const Plan& plan, run::NetworkMode network,
-                          const run::CalibrationChoice& calibration) {
+                          const run::CalibrationChoice& calibration, std::unique_ptr<PreparedPlan> kept) {
   nlohmann::json j;
   try {
-    scenario::LoadedScenario loaded = base;
-    loaded.spec = apply_plan(base.spec, plan);
-    // An LLM-only plan is checked as a file would be. A multimodal one is
-    // built the way `lacuna compare` builds each placement, whose builders
-    // check what the placement needs (the file's own placement rules would
-    // refuse, e.g., context parallelism under an OPTIMUS scenario).
-    if (plan.placement == Placement::kNone) scenario::validate_scenario(loaded.spec, loaded.locations);
-    const std::unique_ptr<cost::CostModel> cost =
-        run::make_cost_model(calibration, loaded.spec.cluster(), loaded.spec.training().precision());
-    ir::Program program;
-    if (plan.placement == Placement::kHeteroColocated || plan.placement == Placement::kHeteroNonColocated) {
-      placement::HeteroChoice choice = placement::choose_heterogeneous(
-          loaded,
-          plan.placement == Placement::kHeteroColocated ? placement::HeteroMode::kColocated
-                                                        : placement::HeteroMode::kNonColocated,
-          *cost);
-      j["layout"] = choice.description;
-      program = std::move(choice.program);
-    } else if (plan.placement != Placement::kNone) {
-      program = placement::compile_as(loaded, placement_kind(plan.placement), *cost);
-    } else {
-      program = placement::compile(loaded, *cost);
-    }
-    run::RunSettings settings;
-    settings.fold = true;
-    settings.network = network;
-    run::SimulationRun run(program, *cost, settings);
+    const std::unique_ptr<PreparedPlan> prepared = kept ? std::move(kept) : prepare_plan(base, plan, calibration);
+    if (plan.placement == Placement::kHeteroColocated || plan.placement == Placement::kHeteroNonColocated)
+      j["layout"] = prepared->layout;
+    run::SimulationRun run(prepared->program, *prepared->cost, plan_run_settings(network));
     const report::Summary s = run.run();
     j["iteration_s"] = s.iteration_time.seconds();
     j["tokens_per_s"] = s.tokens_per_s;
@@ -123,6 +147,24 @@ std::string simulate_plan(const scenario::LoadedScenario& base, const Plan& plan
     j = nlohmann::json{{"problem", "the plan's simulation does not fit in this machine's memory"}};
   }
   return j.dump();
+}
+
+// Compiles one plan and estimates its run (run::ItemEstimate), keeping the
+// compile for the run when it fits the slots' budget. A plan that fails to
+// compile is estimated as failed; its run gives the problem.
+std::string estimate_plan(const scenario::LoadedScenario& base, const Plan& plan, run::NetworkMode network,
+                          const run::CalibrationChoice& calibration, size_t slot,
+                          run::PreparedSlots<PreparedPlan>& slots) {
+  run::ItemEstimate e;
+  try {
+    e = run::estimate_item([&] { return prepare_plan(base, plan, calibration); }, plan_run_settings(network), slot,
+                           slots);
+  } catch (const Error&) {
+    e = run::ItemEstimate{};
+  } catch (const std::bad_alloc&) {
+    e = run::ItemEstimate{};
+  }
+  return run::encode_item_estimate(e);
 }
 
 std::vector<double> ranks_of(const std::vector<double>& x) {
@@ -178,7 +220,8 @@ std::optional<double> spearman(const std::vector<double>& a, const std::vector<d
   return sab / std::sqrt(saa * sbb);
 }
 
-SearchResult run_search(const SearchOptions& o, const parallel::World& world, const SearchProgress& progress) {
+SearchResult run_search(const SearchOptions& o, const parallel::World& world, const SearchProgress& progress,
+                        const SearchEstimated& on_estimate) {
   SearchResult result;
   result.processes = world.size;
   result.threads = resolve_jobs(o.jobs);
@@ -310,8 +353,6 @@ SearchResult run_search(const SearchOptions& o, const parallel::World& world, co
   std::vector<size_t> to_run;
   for (size_t id : chosen)
     if (!journaled.count(id)) to_run.push_back(id);
-  std::optional<JournalLog> journal;
-  if (!journals.empty()) journal.emplace(kSearchJournal, journals[static_cast<size_t>(world.rank)], hash, own);
   std::vector<double> costs;
   // A folded run simulates one rank per pipeline stage, so its events grow
   // with the microbatches times all the layers; the heterogeneous
@@ -322,11 +363,55 @@ SearchResult run_search(const SearchOptions& o, const parallel::World& world, co
     const bool hetero = p.placement == Placement::kHeteroColocated || p.placement == Placement::kHeteroNonColocated;
     costs.push_back(microbatches * double(shape.layers) * (hetero ? 10.0 : 1.0));
   }
+  // Before the first simulation: the plans most likely to be the largest
+  // (by the events proxy above, and by GPUs, which size the flow network)
+  // compiled and their runs estimated, the batch checked against this
+  // machine's memory (docs/performance.md#batch-estimate). The sampled
+  // plans are kept for their runs (under MPI, a plan kept on one process and
+  // run on another is compiled again there).
+  const Bytes host_limit = run::memory_limit_from_gb(o.max_host_memory_gb);
+  std::vector<double> gpus;
+  for (size_t id : to_run) gpus.push_back(static_cast<double>(plans[id].gpus(result.gpus_per_node)));
+  const std::vector<size_t> sample =
+      run::estimate_sample({costs, gpus}, to_run.size(), static_cast<size_t>(std::max(4, result.threads)));
+  run::PreparedSlots<PreparedPlan> slots(to_run.size(), run::prepared_budget(host_limit));
+  std::vector<double> sample_costs;  // for the work split
+  for (size_t k : sample) sample_costs.push_back(costs[k]);
+  const std::vector<std::string> estimated = parallel::map_items(
+      world, sample.size(), result.threads,
+      [&](size_t i) {
+        return estimate_plan(base, plans[to_run[sample[i]]], o.network, o.calibration, sample[i], slots);
+      },
+      sample_costs,
+      [&](size_t done, size_t owned, size_t, const std::string&) {
+        if (progress) progress("compile", done, owned, 0);
+      });
+  std::string refusal;
+  if (world.root() && !to_run.empty()) {
+    result.estimate =
+        run::estimate_sampled_batch(estimated, sample, costs, result.threads, world.size, o.network, /*folded=*/true);
+    try {
+      run::check_batch_memory(*result.estimate, run::resident_bytes(), host_limit, "--max-host-memory-gb",
+                              "plans", "a smaller ‹simulate›");
+    } catch (const Error& e) {
+      if (world.size == 1) throw;
+      refusal = e.raw();
+    }
+    if (on_estimate) on_estimate(*result.estimate);
+  }
+  refusal = parallel::broadcast_from_root(world, refusal);
+  if (!refusal.empty()) throw Error(refusal);
+  result.timings.compile_s = seconds_since(t2);
+  // The journal is (re)written only once the batch is accepted: a refused
+  // search leaves nothing behind.
+  std::optional<JournalLog> journal;
+  if (!journals.empty()) journal.emplace(kSearchJournal, journals[static_cast<size_t>(world.rank)], hash, own);
+  const auto t3 = Clock::now();
   double best = 0;
   const std::vector<std::string> simulated = parallel::map_items(
       world, to_run.size(), result.threads,
       [&](size_t k) {
-        std::string record = simulate_plan(base, plans[to_run[k]], o.network, o.calibration);
+        std::string record = simulate_plan(base, plans[to_run[k]], o.network, o.calibration, slots.take(k));
         if (journal) journal->append(to_run[k], record);
         return record;
       },
@@ -336,7 +421,7 @@ SearchResult run_search(const SearchOptions& o, const parallel::World& world, co
         if (j.contains("tokens_per_s")) best = std::max(best, j["tokens_per_s"].get<double>());
         if (progress) progress("simulate", done, owned, best);
       });
-  result.timings.simulate_s = seconds_since(t2);
+  result.timings.simulate_s = seconds_since(t3);
   if (!world.root()) return result;
 
   for (size_t k = 0; k < to_run.size(); ++k) journaled[to_run[k]] = simulated[k];

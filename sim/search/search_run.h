@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "sim/parallel/processes.h"
+#include "sim/run/batch_estimate.h"
 #include "sim/run/network_setup.h"
 #include "sim/run/simulation_input.h"
 #include "sim/scenario/edits.h"
@@ -37,6 +38,10 @@ struct SearchOptions {
   int jobs = 0;                       // threads per process (0: one per hardware thread)
   std::string journal;                // where finished simulations are logged for --resume ("" : none)
   bool resume = false;                // reuse the journal's finished simulations
+  // --max-host-memory-gb: this machine's memory for the simulations in
+  // flight (< 0: 80 % of it; 0: no limit), checked before the first one.
+  // Not --max-memory-gb, which is the plans' GPU memory.
+  double max_host_memory_gb = -1;
   // --calibration: the simulated plans' kernels timed from a profile (the
   // screen stays the roofline's closed form); checked before anything runs.
   run::CalibrationChoice calibration;
@@ -64,7 +69,9 @@ struct Candidate {
 };
 
 struct SearchTimings {
-  double enumerate_s = 0, screen_s = 0, simulate_s = 0;
+  // compile_s: the plans to simulate compiled and their runs estimated;
+  // simulate_s: their runs (and the compiles not kept).
+  double enumerate_s = 0, screen_s = 0, compile_s = 0, simulate_s = 0;
   int64_t screened = 0;  // plans the screen estimated
 };
 
@@ -81,6 +88,7 @@ struct SearchResult {
   std::array<int64_t, kNumFates> fate_counts{};
   std::optional<double> rank_correlation;    // Spearman, screen vs simulation, over the simulated set
   SearchTimings timings;
+  std::optional<run::BatchEstimate> estimate;  // the simulate stage's, on the root (none: nothing to simulate)
   int processes = 1;
   int threads = 1;
 };
@@ -92,8 +100,12 @@ using SearchProgress = std::function<void(const char* stage, size_t done, size_t
 // Runs the search. On the root the result is complete; elsewhere it holds
 // only what every process knows (no candidates). Throws lacuna::Error for
 // bad input (unknown --fix field, empty space, a journal of another search).
+// Told, on the root, what the simulate stage will cost once every plan to
+// simulate is compiled, before the first simulation.
+using SearchEstimated = std::function<void(const run::BatchEstimate&)>;
+
 SearchResult run_search(const SearchOptions& options, const parallel::World& world,
-                        const SearchProgress& progress = {});
+                        const SearchProgress& progress = {}, const SearchEstimated& on_estimate = {});
 
 // Spearman's rank correlation of two equally long series (ties take their
 // average rank); nullopt under 3 points or when either series is constant.

@@ -1,6 +1,7 @@
 #include "sim/sweep/sweep_run.h"
 
 #include <algorithm>
+#include <memory>
 #include <cctype>
 #include <filesystem>
 #include <map>
@@ -12,6 +13,7 @@
 #include "sim/core/input_file.h"
 #include "sim/core/option_text.h"
 #include "sim/engine/simulator.h"
+#include "sim/run/batch_estimate.h"
 #include "sim/run/program_input.h"
 #include "sim/run/simulation_run.h"
 #include "sim/scenario/parse.h"
@@ -98,26 +100,56 @@ ValidatedSweep validate_sweep(const Grid& grid, const SweepSettings& s) {
   return out;
 }
 
-std::string run_point(const Grid& grid, size_t point, const SweepSettings& s) {
+namespace {
+
+// A point loaded and compiled for its run: `lacuna simulate`'s input.
+std::unique_ptr<run::SimulationInput> prepare_point(const Grid& grid, size_t point, const SweepSettings& s) {
+  auto input = std::make_unique<run::SimulationInput>(
+      run::load_simulation_input(s.scenario, s.calibration, s.scale_down, point_edits(grid, point, s)));
+  // As simulate: a kernel class the profile lacks fails before the run.
+  if (const auto* calibrated = input->calibrated()) (void)run::coverage_section(*calibrated, input->program);
+  return input;
+}
+
+// `lacuna simulate`'s settings (tools/cli/cmd_simulate.cpp), one iteration;
+// the samples of one point on one thread, since the sweep already runs a
+// point per thread (results do not depend on it).
+run::RunSettings point_run_settings(const SweepSettings& s) {
+  return {.fold = s.fold,
+          .compute_slots = 0,
+          .network = s.network,
+          .sampling = {.iterations = 1, .samples = s.samples, .seed = 0, .jobs = 1},
+          .seed_override = s.seed,
+          .progress = nullptr};
+}
+
+// Compiles one point and estimates its run, keeping the compile for the run
+// when it fits the slots' budget. Errors start with point_label.
+std::string estimate_point(const Grid& grid, size_t point, const SweepSettings& s, size_t slot,
+                           run::PreparedSlots<run::SimulationInput>& slots) {
   try {
-    const run::SimulationInput input =
-        run::load_simulation_input(s.scenario, s.calibration, s.scale_down, point_edits(grid, point, s));
-    // As simulate: a kernel class the profile lacks fails before the run.
-    if (const auto* calibrated = input.calibrated()) (void)run::coverage_section(*calibrated, input.program);
-    // `lacuna simulate`'s settings (tools/cli/cmd_simulate.cpp), one
-    // iteration; the samples of one point on one thread, since the sweep
-    // already runs a point per thread (results do not depend on it).
-    run::SimulationRun simulation(input.program, *input.cost,
-                                  {.fold = s.fold,
-                                   .compute_slots = 0,
-                                   .network = s.network,
-                                   .sampling = {.iterations = 1, .samples = s.samples, .seed = 0, .jobs = 1},
-                                   .seed_override = s.seed,
-                                   .progress = nullptr});
+    return run::encode_item_estimate(
+        run::estimate_item([&] { return prepare_point(grid, point, s); }, point_run_settings(s), slot, slots));
+  } catch (const Error&) {
+    rethrow_for_point(point_label(grid, point));
+  }
+}
+
+std::string run_prepared_point(const Grid& grid, size_t point, const SweepSettings& s,
+                               std::unique_ptr<run::SimulationInput> kept) {
+  try {
+    const std::unique_ptr<run::SimulationInput> input = kept ? std::move(kept) : prepare_point(grid, point, s);
+    run::SimulationRun simulation(input->program, *input->cost, point_run_settings(s));
     return report::metrics_record(report::run_metrics(simulation.run()));
   } catch (const Error&) {
     rethrow_for_point(point_label(grid, point));
   }
+}
+
+}  // namespace
+
+std::string run_point(const Grid& grid, size_t point, const SweepSettings& s) {
+  return run_prepared_point(grid, point, s, nullptr);
 }
 
 const JournalKind kSweepJournal{
@@ -157,7 +189,7 @@ void check_sweep_record(const std::string& record, const SourceLocation& where) 
 
 std::vector<report::RunMetrics> run_sweep(const parallel::World& world, const Grid& grid, const SweepSettings& s,
                                           int jobs, const std::vector<double>& costs, const parallel::ItemDone& done,
-                                          size_t* resumed) {
+                                          size_t* resumed, const SweepEstimated& on_estimate) {
   // Each process logs the points it finishes in its own journal; a resumed
   // sweep reads them all, so every process skips the same points.
   const std::vector<std::string> journals = journal_paths(s.journal, world.size);
@@ -173,15 +205,49 @@ std::vector<report::RunMetrics> run_sweep(const parallel::World& world, const Gr
       to_run.push_back(p);
       if (!costs.empty()) to_run_costs.push_back(costs[p]);
     }
-  std::optional<JournalLog> log;
-  if (!journals.empty()) log.emplace(kSweepJournal, journals[static_cast<size_t>(world.rank)], hash, own);
   const parallel::ItemDone done_here = [&](size_t finished, size_t owned, size_t k, const std::string& record) {
     if (done) done(finished, owned, to_run[k], record);
   };
+  // Before the first run: the points most likely to be the largest (by
+  // the cost proxy) compiled and their runs estimated, the batch checked
+  // against this machine's memory (docs/performance.md#batch-estimate). The
+  // sampled points are kept for their runs (under MPI, a point kept on one
+  // process and run on another is compiled again there).
+  const Bytes limit = run::memory_limit_from_gb(s.max_memory_gb);
+  std::vector<double> proxy = to_run_costs;
+  if (proxy.empty()) proxy.assign(to_run.size(), 1.0);
+  const std::vector<size_t> sample =
+      run::estimate_sample({proxy}, to_run.size(), static_cast<size_t>(std::max(4, jobs)));
+  std::vector<double> sample_costs;  // for the work split
+  for (size_t k : sample) sample_costs.push_back(proxy[k]);
+  run::PreparedSlots<run::SimulationInput> slots(to_run.size(), run::prepared_budget(limit));
+  const std::vector<std::string> estimated = parallel::map_items(
+      world, sample.size(), jobs,
+      [&](size_t i) { return estimate_point(grid, to_run[sample[i]], s, sample[i], slots); }, sample_costs);
+  std::string refusal;
+  if (world.root() && !to_run.empty()) {
+    const run::BatchEstimate batch =
+        run::estimate_sampled_batch(estimated, sample, proxy, jobs, world.size, s.network, s.fold);
+    try {
+      run::check_batch_memory(batch, run::resident_bytes(), limit, "--max-memory-gb", "points",
+                              s.fold ? "fewer points" : "fewer points, one representative per class (‹fold›)");
+    } catch (const Error& e) {
+      if (world.size == 1) throw;
+      refusal = e.raw();
+    }
+    if (on_estimate) on_estimate(batch);
+  }
+  refusal = parallel::broadcast_from_root(world, refusal);
+  if (!refusal.empty()) throw Error(refusal);
+  // The journal is (re)written only once the batch is accepted: a refused
+  // sweep leaves nothing behind.
+  std::optional<JournalLog> log;
+  if (!journals.empty()) log.emplace(kSweepJournal, journals[static_cast<size_t>(world.rank)], hash, own);
+
   const std::vector<std::string> fresh = parallel::map_items(
       world, to_run.size(), jobs,
       [&](size_t k) {
-        std::string record = run_point(grid, to_run[k], s);
+        std::string record = run_prepared_point(grid, to_run[k], s, slots.take(k));
         if (log) log->append(to_run[k], record);
         return record;
       },

@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,7 @@
 #include "sim/parallel/processes.h"
 #include "sim/parallel/work_split.h"
 #include "sim/report/analyses/run_metrics.h"
+#include "sim/run/batch_estimate.h"
 #include "sim/run/network_setup.h"
 #include "sim/run/simulation_input.h"
 #include "sim/scenario/edits.h"
@@ -36,6 +38,9 @@ struct SweepSettings {
   // resumed ("": no journal), and whether to reuse that journal's points.
   std::string journal;
   bool resume = false;
+  // --max-memory-gb: this machine's memory for the points in flight (< 0:
+  // 80 % of it; 0: no limit), checked before the first point runs.
+  double max_memory_gb = -1;
 };
 
 // The journal of a sweep's finished points (sim/core/work_journal.h): each
@@ -73,15 +78,24 @@ ValidatedSweep validate_sweep(const Grid& grid, const SweepSettings& settings);
 // Runs `point` and returns its metrics record. Errors start with point_label.
 std::string run_point(const Grid& grid, size_t point, const SweepSettings& settings);
 
+// Told, on the root, what the points to run will cost once each is compiled,
+// before the first runs (docs/performance.md#batch-estimate).
+using SweepEstimated = std::function<void(const run::BatchEstimate&)>;
+
 // Every point, dealt over `world`'s processes by `costs` and run on `jobs`
 // threads in each; on the root the metrics of every point in point order,
-// elsewhere an empty vector. `done` as in parallel::map_items. With
-// settings.journal, each finished point is logged there (".<rank>" added on
-// the other processes: journal_paths), and with settings.resume the points the journals
-// hold are taken from them instead of run (`resumed` gets how many).
+// elsewhere an empty vector. Each point to run is compiled and its run
+// estimated first; the batch is refused (lacuna::Error naming
+// --max-memory-gb) when the points in flight at once would not fit
+// settings.max_memory_gb. `done` as in parallel::map_items (the runs only).
+// With settings.journal, each finished point is logged there (".<rank>"
+// added on the other processes: journal_paths), and with settings.resume the
+// points the journals hold are taken from them instead of run (`resumed`
+// gets how many).
 std::vector<report::RunMetrics> run_sweep(const parallel::World& world, const Grid& grid, const SweepSettings& settings,
                                           int jobs, const std::vector<double>& costs,
-                                          const parallel::ItemDone& done = {}, size_t* resumed = nullptr);
+                                          const parallel::ItemDone& done = {}, size_t* resumed = nullptr,
+                                          const SweepEstimated& on_estimate = {});
 
 
 }  // namespace lacuna::sweep

@@ -88,12 +88,21 @@ int run_search_command(SearchCliOptions o) {
     if (stage != now) {
       if (bar) bar->finish();
       stage = now;
-      bar = std::make_unique<parallel::BatchProgress>(stderr, stage == "screen" ? "plan chunks screened" : "plans simulated",
-                                                      total);
+      const char* unit = stage == "screen" ? "plan chunks screened" : stage == "compile" ? "plans compiled" : "plans simulated";
+      bar = std::make_unique<parallel::BatchProgress>(stderr, unit, total);
     }
     bar->update(done, best > 0 ? fmt::format("best {:.0f} tokens/s", best) : std::string());
   };
-  const search::SearchResult result = search::run_search(o.search, world, progress);
+  // What the simulate stage will cost, before it starts: on the terminal,
+  // between the compile and simulate bars.
+  auto estimated = [&](const run::BatchEstimate& e) {
+    if (!terminal) return;
+    if (bar) bar->finish();
+    bar.reset();
+    stage.clear();
+    fmt::print(stderr, "estimate: {}\n", run::describe_batch(e, "plans to simulate"));
+  };
+  const search::SearchResult result = search::run_search(o.search, world, progress, estimated);
   if (bar) bar->finish();
   if (!world.root()) return 0;
 
@@ -105,10 +114,12 @@ int run_search_command(SearchCliOptions o) {
     size_t resumed = 0;
     for (const search::Candidate& c : result.candidates) resumed += c.simulated && c.simulated->resumed;
     fmt::print("\nTime: enumerate {:.2f} s, screen {:.2f} s ({} plans, {:.0f} plans/s on {} process{} × {} thread{}), "
-               "simulate {:.2f} s{}\n",
+               "compile {:.2f} s, simulate {:.2f} s{}{}\n",
                result.timings.enumerate_s, result.timings.screen_s, result.candidates.size(), screen_rate,
                result.processes, result.processes == 1 ? "" : "es", result.threads, result.threads == 1 ? "" : "s",
-               result.timings.simulate_s,
+               result.timings.compile_s, result.timings.simulate_s,
+               result.estimate ? fmt::format(" (estimated {})", run::describe_batch(*result.estimate, "plans"))
+                               : std::string(),
                resumed > 0 ? fmt::format(" ({} simulations taken from the journal of an interrupted run)", resumed)
                            : std::string());
   }
@@ -134,6 +145,11 @@ void add_search_command(CLI::App& app, Action& action) {
   sub->add_option("--gpus", o->gpus, "GPU count or range LO..HI to search over (default: the scenario's)");
   sub->add_option("--max-memory-gb", o->search.max_memory_gb, "memory limit per GPU in GB (default: the GPU's HBM)")
       ->check(CLI::Range(0.0, 1e6));
+  sub->add_option("--max-host-memory-gb", o->search.max_host_memory_gb,
+                  "refuse a search whose simulations in flight at once would need more than this many GB of this "
+                  "machine's memory, checked before the first (default: 80 % of it; 0: no limit; "
+                  "docs/performance.md#batch-estimate)")
+      ->check(CLI::Range(0.0, 1e9));
   sub->add_option("--fix", o->search.fixes,
                   "fix a dimension: FIELD=VALUE[,VALUE...], e.g. parallel.tp=8 (docs/search.md lists the fields)");
   sub->add_option("--set", o->set, "edit the base scenario first: FIELD=VALUE (as simulate --set)");

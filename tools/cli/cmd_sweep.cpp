@@ -107,9 +107,11 @@ int run_sweep(const SweepOptions& o, const parallel::World& world) {
   std::optional<parallel::BatchProgress> progress;
   double best_mfu = -1;
   std::string best;
+  size_t owned = 0;
   if (world.root() && parallel::BatchProgress::is_terminal(stderr)) {
     const std::vector<int> owner = parallel::assign_items(grid.size(), world.size, validated.costs);
-    progress.emplace(stderr, "points", static_cast<size_t>(std::count(owner.begin(), owner.end(), 0)));
+    owned = static_cast<size_t>(std::count(owner.begin(), owner.end(), 0));
+    progress.emplace(stderr, "points", owned);
   }
   const parallel::ItemDone done = [&](size_t finished, size_t, size_t index, const std::string& record) {
     if (!progress) return;
@@ -123,7 +125,15 @@ int run_sweep(const SweepOptions& o, const parallel::World& world) {
   std::vector<report::RunMetrics> points;
   size_t resumed = 0;
   try {
-    points = sweep::run_sweep(world, grid, settings, jobs, validated.costs, done, &resumed);
+    // What the points will cost, once compiled and before the first runs:
+    // on the terminal, above the progress bar.
+    const sweep::SweepEstimated estimated = [&](const run::BatchEstimate& e) {
+      if (!progress) return;
+      progress->finish();
+      fmt::print(stderr, "estimate: {}\n", run::describe_batch(e, "points to run"));
+      progress.emplace(stderr, "points", owned);  // its rate from the first run on
+    };
+    points = sweep::run_sweep(world, grid, settings, jobs, validated.costs, done, &resumed, estimated);
   } catch (...) {
     if (progress) progress->finish();
     throw;
@@ -187,6 +197,11 @@ void add_sweep_command(CLI::App& app, Action& action) {
       ->check(CLI::Range(int64_t{0}, INT64_MAX));
   sub->add_flag("--ideal", o->settings.ideal,
                 "the ideal cluster: every source of variability off (docs/variability.md)");
+  sub->add_option("--max-memory-gb", o->settings.max_memory_gb,
+                  "refuse a sweep whose points in flight at once would need more than this many GB, checked once "
+                  "every point is compiled and before the first runs (default: 80 % of this machine's memory; 0: no "
+                  "limit; docs/performance.md#batch-estimate)")
+      ->check(CLI::Range(0.0, 1e9));
   sub->add_option("-j,--jobs", o->jobs, "points simulated at once in each process (default: one per hardware thread)")
       ->check(CLI::Range(1, 4096));
   sub->add_option("--csv", o->csv, "write every point's fields and metrics as CSV to FILE")->check(output_file());
