@@ -44,8 +44,16 @@ class CommunicationModel {
   // Completion times decided or changed by the calls since the last take:
   // every begun token appears at least once before its end, and a later
   // update of a token replaces the earlier one. The span stays valid until the
-  // next call on the model.
+  // next call on the model. The engine always takes before simulated time
+  // moves on.
   virtual std::span<const CompletionUpdate> take_updates() = 0;
+  // True when the model put work off to the next take (the flow network's
+  // solve): the engine then takes at its settle event, after the other calls
+  // at this time, so that one take answers them all. False: the engine takes
+  // at once. Between a call and the take other operations may end; a model
+  // that defers must leave those tokens out of the take (a token's index is
+  // reused once it ended).
+  virtual bool deferred() const { return false; }
 
   // Timed changes that no operation causes (a link going down or coming back,
   // docs/variability.md#links): a model that has them says so once

@@ -178,6 +178,7 @@ void Simulator::Impl::reset() {
   live_streams = streams.size();
   wakeup_at = TimeNs::max();
   wakeup_event = EventId{};
+  comm_settle_pending = false;
   if (comm_model != nullptr) comm_model->reset();
   if (comm_wakeups) sync_comm_wakeup();
 }
@@ -203,6 +204,13 @@ SimulationResult Simulator::Impl::run() {
   ScheduledEvent<EngineEvent> ev;
   while (queue.pop(ev)) {
     now = ev.time;
+    if (ev.payload.kind == EngineEvent::kCommSettle) {
+      // Bookkeeping, not a simulated event: not counted in `events`, so the
+      // count is the same whatever the model batches.
+      comm_settle_pending = false;
+      apply_comm_updates();
+      continue;
+    }
     ++events;
     if (options.progress != nullptr && events % kProgressEveryEvents == 0) {
       options.progress->on_progress(events, ops_done, ops_total, now);
@@ -225,6 +233,8 @@ SimulationResult Simulator::Impl::run() {
       case EngineEvent::kCommWakeup:
         comm_wakeup();
         break;
+      case EngineEvent::kCommSettle:
+        break;  // handled above
     }
     if (!worklist.empty()) drain_worklist();
   }
@@ -509,7 +519,7 @@ void Simulator::Impl::begin_collective(uint32_t id, const FlatOp& op, const SimR
   }
   if (in.via_model) {
     comm_model->begin_collective(now, token_of(EngineEvent::kCollectiveDone, id), in.group, in.kind, in.bytes);
-    apply_comm_updates();
+    comm_changed();
     return;
   }
   in.completion = schedule_completion(duration, EngineEvent{EngineEvent::kCollectiveDone, id});
@@ -519,7 +529,7 @@ void Simulator::Impl::complete_collective(uint32_t id) {
   CollectiveInstance& in = instances[id];
   if (in.via_model) {
     comm_model->end(now, token_of(EngineEvent::kCollectiveDone, id));
-    apply_comm_updates();
+    comm_changed();
   }
   if (slowdown > 0) {
     for (uint32_t w : in.waiters) comm_started_or_ended(streams[w].rank, -1);
@@ -602,7 +612,7 @@ void Simulator::Impl::begin_transfer(uint32_t send, uint32_t recv) {
   if (via_model) {
     comm_model->begin_transfer(now, token_of(EngineEvent::kTransferDone, id), ranks[streams[send].rank].rank,
                                ranks[streams[recv].rank].rank, so.value);
-    apply_comm_updates();
+    comm_changed();
     return;
   }
   transfers[id].completion = schedule_completion(duration, EngineEvent{EngineEvent::kTransferDone, id});
@@ -613,7 +623,7 @@ void Simulator::Impl::complete_transfer(uint32_t id) {
   free_transfers.push_back(id);
   if (t.via_model) {
     comm_model->end(now, token_of(EngineEvent::kTransferDone, id));
-    apply_comm_updates();
+    comm_changed();
   }
   if (slowdown > 0) {
     comm_started_or_ended(streams[t.send].rank, -1);
@@ -634,6 +644,17 @@ void Simulator::Impl::complete_transfer(uint32_t id) {
 }
 
 // ---------------------------------------------------------------- communication model, interference
+
+void Simulator::Impl::comm_changed() {
+  if (comm_settle_pending) return;  // the settle takes this call's updates too
+  if (!comm_model->deferred()) {
+    apply_comm_updates();
+    return;
+  }
+  comm_settle_pending = true;
+  // FIFO among ties: it pops after every event already queued for `now`.
+  queue.schedule(now, EngineEvent{EngineEvent::kCommSettle, 0});
+}
 
 void Simulator::Impl::apply_comm_updates() {
   for (const CompletionUpdate& u : comm_model->take_updates()) {
@@ -677,7 +698,7 @@ void Simulator::Impl::comm_wakeup() {
   // streams left are deadlocked, which the end of run() reports.
   if (live_streams == 0 || queue.empty()) return;
   comm_model->wakeup(now);
-  apply_comm_updates();
+  comm_changed();
 }
 
 TimeNs Simulator::Impl::interfered_duration(double work_ns, bool slowed) const {

@@ -21,7 +21,10 @@ namespace lacuna::engine {
 
 // What a queued event completes.
 struct EngineEvent {
-  enum Kind : uint32_t { kOpDone, kCollectiveDone, kTransferDone, kHostIssued, kCommWakeup };
+  // kCommSettle: the communication model's changes at this time are all in
+  // (every event already queued for it has run), so its completions can be
+  // taken: one re-solve per timestamp instead of one per change.
+  enum Kind : uint32_t { kOpDone, kCollectiveDone, kTransferDone, kHostIssued, kCommWakeup, kCommSettle };
   Kind kind = kOpDone;
   uint32_t index = 0;  // stream (kOpDone, kHostIssued), collective instance, transfer
 };
@@ -160,8 +163,12 @@ struct Simulator::Impl {
   void begin_transfer(uint32_t send, uint32_t recv);
   void complete_transfer(uint32_t transfer);
   uint32_t new_instance(int32_t group, uint64_t seq);
-  // CommunicationModel: (re)schedule completions it decided, and its next
+  // CommunicationModel: after a call, its updates are taken at once, or, if
+  // the model deferred work (CommunicationModel::deferred), by a settle event
+  // at `now` (one pending at a time) once the calls at this time are in;
+  // apply_comm_updates (re)schedules the completions it decided, and its next
   // wakeup (CommunicationModel::next_wakeup).
+  void comm_changed();
   void apply_comm_updates();
   void sync_comm_wakeup();
   void comm_wakeup();
@@ -249,6 +256,7 @@ struct Simulator::Impl {
   bool comm_wakeups = false;
   TimeNs wakeup_at = TimeNs::max();
   EventId wakeup_event;
+  bool comm_settle_pending = false;  // a kCommSettle is queued
   uint64_t events = 0;
   uint64_t ops_done = 0;
 };

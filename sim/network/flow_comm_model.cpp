@@ -84,13 +84,17 @@ struct FlowCommModel::Impl {
     }
   }
 
+  // Passes what the fluid network reported since the last call on: new
+  // finishes become updates, link loads go to the ledger and observers (at
+  // once, so that link statistics are right whenever they are read). Rates are
+  // re-solved only by settle(), at the engine's take.
   void after_fluid_change(TimeNs now) {
     for (FlowId id : fluid.rescheduled()) {
       const Op& op = ops[op_of_flow[id]];
       updates.push_back(engine::CompletionUpdate{op.token, fluid.finish(id) + op.latency});
     }
     for (const FluidNetwork::Overhang& o : fluid.overhangs()) {
-      for (const Usage& u : fluid.usage(o.flow)) ledger.discount(u.link, u.coefficient * o.rate * o.held.seconds());
+      for (const Usage& u : o.usage) ledger.discount(u.link, u.coefficient * o.rate * o.held.seconds());
     }
     for (LinkId l : fluid.changed_links()) {
       ledger.update(now, l, fluid.load(l));
@@ -100,6 +104,7 @@ struct FlowCommModel::Impl {
       }
     }
     if (fluid.active_flows() == 0) flush_link_events();
+    fluid.clear_reports();
   }
 
   uint32_t new_op(uint64_t token) {
@@ -185,6 +190,8 @@ void FlowCommModel::reset() {
   }
 }
 
+bool FlowCommModel::deferred() const { return impl_->fluid.unsettled(); }
+
 bool FlowCommModel::uses_wakeups() const { return impl_->variation != nullptr && impl_->variation->flaps(); }
 
 TimeNs FlowCommModel::next_wakeup() const {
@@ -197,8 +204,8 @@ void FlowCommModel::wakeup(TimeNs now) {
   m.before_call(now);
   m.variation->advance(now, [&](LinkId link, double factor) {
     m.fluid.set_capacity(now, link, m.topology.links()[link].capacity_bytes_per_s * factor);
-    m.after_fluid_change(now);
   });
+  m.after_fluid_change(now);
 }
 
 uint64_t FlowCommModel::flaps_started() const {
@@ -250,6 +257,11 @@ void FlowCommModel::end(TimeNs now, uint64_t token) {
 
 std::span<const engine::CompletionUpdate> FlowCommModel::take_updates() {
   Impl& m = *impl_;
+  // The batch of changes at this time is in: one solve for all of them.
+  if (m.fluid.unsettled()) {
+    m.fluid.settle(m.pending_time);
+    m.after_fluid_change(m.pending_time);
+  }
   m.taken.swap(m.updates);
   m.updates.clear();
   return m.taken;

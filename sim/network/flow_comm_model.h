@@ -36,6 +36,8 @@ class FlowCommModel : public engine::CommunicationModel {
   void begin_transfer(TimeNs now, uint64_t token, int32_t src_rank, int32_t dst_rank, int64_t bytes) override;
   void end(TimeNs now, uint64_t token) override;
   std::span<const engine::CompletionUpdate> take_updates() override;
+  // A change left a component to re-solve (FluidNetwork::settle at the take).
+  bool deferred() const override;
   bool uses_wakeups() const override;
   TimeNs next_wakeup() const override;
   void wakeup(TimeNs now) override;

@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <string>
+
+#include "sim/core/error.h"
 
 namespace lacuna::network {
 namespace {
@@ -35,14 +38,14 @@ void FluidNetwork::clear() {
   free_ids_.clear();
   for (size_t i = flows_.size(); i > 0; --i) free_ids_.push_back(static_cast<FlowId>(i - 1));
   active_ = 0;
-  rescheduled_.clear();
-  changed_links_.clear();
-  overhangs_.clear();
+  dirty_links_.clear();
+  ++settle_epoch_;
+  clear_reports();
   counters_ = {};
 }
 
-void FluidNetwork::begin_call() {
-  ++call_epoch_;
+void FluidNetwork::clear_reports() {
+  ++report_epoch_;
   rescheduled_.clear();
   changed_links_.clear();
   overhangs_.clear();
@@ -50,9 +53,28 @@ void FluidNetwork::begin_call() {
 
 void FluidNetwork::note_changed(LinkId link) {
   Link& l = links_[link];
-  if (l.changed_mark == call_epoch_) return;
-  l.changed_mark = call_epoch_;
+  if (l.changed_mark == report_epoch_) return;
+  l.changed_mark = report_epoch_;
   changed_links_.push_back(link);
+}
+
+void FluidNetwork::check_time(TimeNs now, const char* call) {
+  if (!unsettled()) {
+    unsettled_since_ = now;
+    return;
+  }
+  if (now != unsettled_since_) {
+    throw Error(std::string("fluid network: ") + call + " at t = " + std::to_string(now.count()) +
+                " ns with changes from t = " + std::to_string(unsettled_since_.count()) +
+                " ns not settled (settle() before time moves on)");
+  }
+}
+
+void FluidNetwork::mark_dirty(LinkId link) {
+  Link& l = links_[link];
+  if (!l.binding || l.dirty_mark == settle_epoch_) return;
+  l.dirty_mark = settle_epoch_;
+  dirty_links_.push_back(link);
 }
 
 void FluidNetwork::add_load(const Flow& f, double delta_rate) {
@@ -80,7 +102,7 @@ void FluidNetwork::attach(FlowId id) {
 
 void FluidNetwork::detach(FlowId id, TimeNs now) {
   Flow& f = flows_[id];
-  if (f.finish < now && f.rate > 0) overhangs_.push_back(Overhang{id, f.rate, now - f.finish});
+  if (f.finish < now && f.rate > 0) overhangs_.push_back(Overhang{f.usage, f.rate, now - f.finish});
   for (uint32_t i = 0; i < f.usage.size(); ++i) {
     const Usage& u = f.usage[i];
     Link& l = links_[u.link];
@@ -121,21 +143,18 @@ void FluidNetwork::set_rate(TimeNs now, Flow& f, double rate) {
 }
 
 void FluidNetwork::set_capacity(TimeNs now, LinkId link, double capacity) {
-  begin_call();
   Link& l = links_[link];
   l.capacity = capacity;
-  if (!l.binding) {
-    // Its members were never tracked (it could not constrain): rebuilding
-    // them would need every flow; callers only change binding links.
-    return;
-  }
-  if (l.members.empty()) return;
-  const Usage seed{link, 1.0};
-  solve_from(now, std::span<const Usage>(&seed, 1));
+  // A non-binding link's members were never tracked (it could not
+  // constrain): rebuilding them would need every flow; callers only change
+  // binding links. A link nobody uses has nothing to re-solve.
+  if (!l.binding || l.members.empty()) return;
+  check_time(now, "set_capacity");
+  mark_dirty(link);
 }
 
 FlowId FluidNetwork::add(TimeNs now, double work, std::span<const Usage> usage) {
-  begin_call();
+  check_time(now, "add");
   ++counters_.adds;
   FlowId id;
   if (!free_ids_.empty()) {
@@ -155,8 +174,9 @@ FlowId FluidNetwork::add(TimeNs now, double work, std::span<const Usage> usage) 
   f.fresh = true;
   attach(id);
   ++active_;
-
-  // Alone on every binding link: its rate is its own bottleneck.
+  // Alone on every binding link (or on none): its rate is its own
+  // bottleneck, set now without a solve. Another activity joining one of its
+  // links at this time marks that link, and the settle re-solves both.
   bool alone = true;
   double rate = std::numeric_limits<double>::infinity();
   for (const Usage& u : usage) {
@@ -175,41 +195,56 @@ FlowId FluidNetwork::add(TimeNs now, double work, std::span<const Usage> usage) 
     rescheduled_.push_back(id);
     return id;
   }
-  solve_from(now, usage);
+  for (const Usage& u : usage) mark_dirty(u.link);
   return id;
 }
 
 void FluidNetwork::remove(TimeNs now, FlowId id) {
-  begin_call();
+  check_time(now, "remove");
   ++counters_.removes;
   Flow& f = flows_[id];
   const bool was_attached = f.attached;
   if (was_attached) detach(id, now);
+  f.fresh = false;
   --active_;
   free_ids_.push_back(id);
   if (!was_attached) return;
-  bool anyone_left = false;
-  for (const Usage& u : f.usage) anyone_left = anyone_left || (links_[u.link].binding && !links_[u.link].members.empty());
-  if (!anyone_left) {
-    ++counters_.trivial;
-    return;
+  for (const Usage& u : f.usage) {
+    if (!links_[u.link].members.empty()) mark_dirty(u.link);
   }
-  solve_from(now, f.usage);
 }
 
-void FluidNetwork::solve_from(TimeNs now, std::span<const Usage> seeds) {
+void FluidNetwork::settle(TimeNs now) {
+  if (!unsettled()) return;
+  if (now != unsettled_since_) {
+    throw Error("fluid network: settle at t = " + std::to_string(now.count()) + " ns for changes from t = " +
+                std::to_string(unsettled_since_.count()) + " ns");
+  }
+  ++counters_.settles;
+  // Solve epochs above `before` belong to this settle: a link reached by one
+  // of its solves is not solved again.
+  const uint64_t before = solve_epoch_;
+  for (LinkId seed : dirty_links_) {
+    const Link& l = links_[seed];
+    if (l.mark > before) continue;  // its component is solved already
+    if (l.members.empty()) {
+      ++counters_.trivial;
+      continue;
+    }
+    solve_component(now, seed);
+  }
+  dirty_links_.clear();
+  ++settle_epoch_;
+}
+
+void FluidNetwork::solve_component(TimeNs now, LinkId seed) {
   ++solve_epoch_;
   stack_.clear();
   comp_links_.clear();
   comp_flows_.clear();
   finished_.clear();
-  for (const Usage& u : seeds) {
-    Link& l = links_[u.link];
-    if (l.binding && l.mark != solve_epoch_) {
-      l.mark = solve_epoch_;
-      stack_.push_back(u.link);
-    }
-  }
+  links_[seed].mark = solve_epoch_;
+  stack_.push_back(seed);
   collect(now);
   for (FlowId id : finished_) detach(id, now);
   ++counters_.solves;

@@ -2,9 +2,21 @@
 // consuming coefficient × rate on every link of its usage vector, share link
 // capacity by weighted max-min fairness, solved by progressive filling (the
 // idea of SimGrid's LMM solver). Rates change only when an activity starts or
-// ends, and only inside the connected component (links ↔ activities) that the
-// change touches: max-min fairness decomposes over components, so activities
-// elsewhere keep their rates and their predicted finish times.
+// ends or a link's capacity changes, and only inside the connected components
+// (links ↔ activities) that the changes touch: max-min fairness decomposes
+// over components, so activities elsewhere keep their rates and their
+// predicted finish times.
+//
+// Changes are batched per timestamp, as SimGrid's selective update batches
+// them through its modified-constraint set: add, remove and set_capacity
+// update the links at once but only mark the links they touch; settle(now)
+// then solves each touched component once, however many changes hit it at
+// that time. Changes that need no solve (an activity alone on its links, an
+// end that leaves its links empty) are answered at once and mark nothing. A solve's answer depends only on the set of activities, not on
+// the order they arrived in, so settling once gives the rates k eager solves
+// would end with, for one solve instead of k. The caller settles before
+// simulated time moves on (the engine's settle event, sim/engine/simulator.cpp);
+// a change at a later time with changes still unsettled is a misuse and throws.
 //
 // Remaining work is kept lazily: the amount at the last rate change and that
 // time. Predicted finish = ceil to an integer nanosecond. An activity whose
@@ -44,30 +56,41 @@ class FluidNetwork {
   void clear();
 
   // Starts an activity of `work` bytes. `usage` (one entry per link, each
-  // coefficient > 0) must stay valid until remove(). Re-solves its component.
+  // coefficient > 0) must stay valid until remove(). Alone on each of its
+  // binding links, it gets its rate and finish at once; otherwise from the
+  // next settle().
   FlowId add(TimeNs now, double work, std::span<const Usage> usage);
-  // Ends an activity (detaching it first if it is still attached) and
-  // re-solves what it leaves behind. Its id may be reused afterwards.
+  // Ends an activity (detaching it first if it is still attached); what it
+  // leaves behind is re-solved by the next settle(). Its id may be reused
+  // afterwards.
   void remove(TimeNs now, FlowId id);
 
   // A link's capacity changes (a slow or flapping link,
-  // docs/variability.md#links): its component is re-solved like after an add
-  // or remove. 0 stalls the activities that need the link (their finish is
-  // far in the future until the capacity comes back). Only binding links
-  // (NVLink, NICs, oversubscribed trunks) may change.
+  // docs/variability.md#links): its component is re-solved by the next
+  // settle() like after an add or remove. 0 stalls the activities that need
+  // the link (their finish is far in the future until the capacity comes
+  // back). Only binding links (NVLink, NICs, oversubscribed trunks) may change.
   void set_capacity(TimeNs now, LinkId link, double capacity);
 
-  // Activities whose predicted finish changed in the last add, remove or
-  // set_capacity (an added one included), in the order the re-solve reached
-  // them.
+  // Re-solves, once each, the components that the changes since the last
+  // settle touched. `now` must be the time of those changes.
+  void settle(TimeNs now);
+  // Changes are waiting for settle(): a component needs a solve.
+  bool unsettled() const { return !dirty_links_.empty(); }
+
+  // The reports below accumulate from the calls since clear_reports().
+  void clear_reports();
+  // Activities whose predicted finish changed (an added one included), each
+  // once per settle that changed it, in the order the solves reached them.
   std::span<const FlowId> rescheduled() const { return rescheduled_; }
-  // Links whose load changed in the last add/remove (each once).
+  // Links whose load changed (each once per clear_reports()).
   std::span<const LinkId> changed_links() const { return changed_links_; }
-  // Activities detached in the last add/remove after their fluid part had
-  // finished: their load stayed on the links from `finish` to the detach
-  // without moving bytes (statistics subtract it).
+  // Activities detached after their fluid part had finished: their load
+  // stayed on the links from `finish` to the detach without moving bytes
+  // (statistics subtract it). `usage` is the activity's, which outlives the
+  // activity's id (the id may already be reused).
   struct Overhang {
-    FlowId flow = 0;
+    std::span<const Usage> usage;
     double rate = 0;
     TimeNs held;  // detach time − finish
   };
@@ -86,7 +109,8 @@ class FluidNetwork {
   struct Counters {
     uint64_t adds = 0;
     uint64_t removes = 0;
-    uint64_t trivial = 0;         // changes resolved without a component solve
+    uint64_t settles = 0;         // settle() calls with changes to settle
+    uint64_t trivial = 0;         // activities or links settled without a component solve
     uint64_t solves = 0;          // component solves
     uint64_t solved_flows = 0;    // activities over all component solves
     uint64_t solved_links = 0;    // binding links over all component solves
@@ -103,10 +127,10 @@ class FluidNetwork {
     double rate = 0;
     double new_rate = 0;
     TimeNs finish;
-    uint32_t mark = 0;  // solve epoch it was reached in
+    uint64_t mark = 0;  // solve epoch it was reached in
     bool attached = false;
     bool frozen = false;
-    bool fresh = false;  // added by this call: always rescheduled
+    bool fresh = false;  // added since the last settle: always rescheduled
   };
   struct Member {
     FlowId flow = 0;
@@ -118,22 +142,24 @@ class FluidNetwork {
     std::vector<Member> members;  // attached activities (binding links only)
     uint32_t count = 0;           // attached activities (every link)
     double load = 0;
-    uint32_t mark = 0;          // solve epoch it was reached in
-    uint32_t changed_mark = 0;  // call epoch it was reported in
+    uint64_t mark = 0;          // solve epoch it was reached in (64 bits: never wraps)
+    uint64_t changed_mark = 0;  // report epoch it was reported in
+    uint64_t dirty_mark = 0;    // settle epoch it was marked for
     // Progressive-filling scratch.
     double remaining = 0;
     double weight = 0;
     uint32_t unfrozen = 0;
   };
 
-  void begin_call();
+  void check_time(TimeNs now, const char* call);
+  void mark_dirty(LinkId link);
   void attach(FlowId id);
   void detach(FlowId id, TimeNs now);
   void add_load(const Flow& f, double delta_rate);
   void note_changed(LinkId link);
-  // Collects the component(s) reachable from the binding links of `seeds`,
-  // detaching activities whose fluid part has finished, then solves it.
-  void solve_from(TimeNs now, std::span<const Usage> seeds);
+  // Collects the component of binding link `seed`, detaching activities
+  // whose fluid part has finished, then solves it.
+  void solve_component(TimeNs now, LinkId seed);
   void collect(TimeNs now);
   void progressive_filling();
   void apply_rates(TimeNs now);
@@ -143,8 +169,13 @@ class FluidNetwork {
   std::vector<FlowId> free_ids_;
   std::vector<Link> links_;
   size_t active_ = 0;
-  uint32_t solve_epoch_ = 0;
-  uint32_t call_epoch_ = 0;
+  uint64_t solve_epoch_ = 0;
+  uint64_t report_epoch_ = 1;
+  uint64_t settle_epoch_ = 1;
+  // Changes waiting for settle(): the binding links they touched (each once),
+  // at `unsettled_since_`.
+  std::vector<LinkId> dirty_links_;
+  TimeNs unsettled_since_;
   // Scratch, reused.
   std::vector<LinkId> stack_;
   std::vector<LinkId> comp_links_;

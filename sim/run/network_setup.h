@@ -33,6 +33,7 @@ class LazyFlowCommModel : public engine::CommunicationModel {
   void begin_transfer(TimeNs now, uint64_t token, int32_t src_rank, int32_t dst_rank, int64_t bytes) override;
   void end(TimeNs now, uint64_t token) override;
   std::span<const engine::CompletionUpdate> take_updates() override;
+  bool deferred() const override { return model_ != nullptr && model_->deferred(); }
   bool uses_wakeups() const override;
   TimeNs next_wakeup() const override;
   void wakeup(TimeNs now) override;

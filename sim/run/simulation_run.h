@@ -60,6 +60,9 @@ class SimulationRun {
 
   uint64_t seed() const { return seed_; }
   uint64_t events() const { return events_; }
+  // The flow network of the last run (null in analytic mode or when unused):
+  // its solver's counters for benchmarks.
+  const network::FlowCommModel* flow_network() const { return network_.flow(); }
   double wall_seconds() const { return wall_seconds_; }
 
  private:

@@ -5,6 +5,7 @@
 // --benchmark_repetitions=3, today's binary beside the new one.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -15,18 +16,29 @@ namespace lacuna::run {
 namespace {
 
 void BM_Simulate(benchmark::State& state, const std::string& scenario, NetworkMode network,
-                 const std::vector<std::string>& set) {
+                 const std::vector<std::string>& set, bool ideal = false) {
   scenario::ScenarioEdits edits;
   edits.set = set;
+  edits.ideal = ideal;
   const SimulationInput input = load_simulation_input(std::string(LACUNA_SOURCE_DIR) + "/" + scenario, {}, 1, edits);
   uint64_t events = 0;
+  network::FluidNetwork::Counters solver;
   for (auto _ : state) {
     SimulationRun run(input.program, *input.cost, {.network = network});
     const report::Summary summary = run.run();
     events += run.events();
+    if (run.flow_network() != nullptr) solver = run.flow_network()->solver_counters();
     benchmark::DoNotOptimize(summary.iteration_time);
   }
   state.SetItemsProcessed(static_cast<int64_t>(events));
+  if (network == NetworkMode::kFlow) {
+    // What the flow solver did in the last iteration: settles (timestamps
+    // with changes), component solves and their size.
+    state.counters["settles"] = static_cast<double>(solver.settles);
+    state.counters["solves"] = static_cast<double>(solver.solves);
+    state.counters["links_per_solve"] =
+        static_cast<double>(solver.solved_links) / static_cast<double>(std::max<uint64_t>(1, solver.solves));
+  }
   state.counters["gpus"] = static_cast<double>(input.program.ranks_size());
 }
 
@@ -38,6 +50,10 @@ const std::vector<std::string> k131072 = {"cluster.num_nodes=16384", "parallel.d
 
 // Target: ≤ 1.5 s.
 BENCHMARK_CAPTURE(BM_Simulate, gpt3_175b_3072_flow, kGpt3, NetworkMode::kFlow, {})
+    ->Unit(benchmark::kSecond)
+    ->Iterations(1);
+// The same on the ideal cluster (--ideal): ranks in lockstep.
+BENCHMARK_CAPTURE(BM_Simulate, gpt3_175b_3072_flow_ideal, kGpt3, NetworkMode::kFlow, {}, true)
     ->Unit(benchmark::kSecond)
     ->Iterations(1);
 BENCHMARK_CAPTURE(BM_Simulate, gpt3_175b_3072_analytic, kGpt3, NetworkMode::kAnalytic, {})
