@@ -174,22 +174,14 @@ FlowId FluidNetwork::add(TimeNs now, double work, std::span<const Usage> usage) 
   f.fresh = true;
   attach(id);
   ++active_;
-  // Alone on every binding link (or on none): its rate is its own
-  // bottleneck, set now without a solve. Another activity joining one of its
-  // links at this time marks that link, and the settle re-solves both.
-  bool alone = true;
-  double rate = std::numeric_limits<double>::infinity();
-  for (const Usage& u : usage) {
-    const Link& l = links_[u.link];
-    if (!l.binding) continue;
-    if (l.members.size() != 1) {
-      alone = false;
-      break;
-    }
-    rate = std::min(rate, l.capacity / u.coefficient);
-  }
-  if (alone) {
-    ++counters_.trivial;
+  // Alone on every binding link (or on none), or fitting into the slack its
+  // links have left: its rate is set now without a solve, and nobody else's
+  // changes (fits_alongside). Otherwise, or when one of its links already
+  // waits for a solve, the settle solves its component.
+  double rate = 0;
+  bool alone = false;
+  if (!any_dirty(usage) && fits_alongside(now, id, rate, alone)) {
+    ++(alone ? counters_.trivial : counters_.fitted);
     set_rate(now, f, rate);
     f.fresh = false;
     rescheduled_.push_back(id);
@@ -199,16 +191,116 @@ FlowId FluidNetwork::add(TimeNs now, double work, std::span<const Usage> usage) 
   return id;
 }
 
+bool FluidNetwork::any_dirty(std::span<const Usage> usage) const {
+  for (const Usage& u : usage) {
+    if (links_[u.link].dirty_mark == settle_epoch_) return true;
+  }
+  return false;
+}
+
+// Max-min fairness holds when every activity has a bottleneck: a saturated
+// link on which no other activity runs faster. The running activities have
+// theirs. The new one, at r = min over its links of slack / coefficient,
+// saturates the link that sets r, and that link is its bottleneck if no other
+// activity there runs faster than r. Its links had slack, so none of them was
+// anyone's bottleneck before, and every bottleneck survives: the rates are
+// the solve's (up to rounding), without walking the component. An activity
+// there whose fluid part has finished sends the change to a solve, which
+// detaches it (as before).
+bool FluidNetwork::fits_alongside(TimeNs now, FlowId id, double& rate, bool& alone) const {
+  const Flow& f = flows_[id];
+  rate = std::numeric_limits<double>::infinity();
+  alone = true;
+  for (const Usage& u : f.usage) {
+    const Link& l = links_[u.link];
+    if (!l.binding) continue;
+    if (l.members.size() != 1) alone = false;
+    const double slack = l.capacity - l.load;  // f's own rate is still 0
+    if (!(slack > l.capacity * kSameLevel)) return false;  // saturated: a solve shares it
+    rate = std::min(rate, slack / u.coefficient);
+  }
+  if (alone || !std::isfinite(rate)) return true;
+  const double threshold = rate * (1.0 + kSameLevel);
+  bool bottleneck = false;
+  for (const Usage& u : f.usage) {
+    const Link& l = links_[u.link];
+    if (!l.binding) continue;
+    bool fastest = true;
+    for (const Member& m : l.members) {
+      if (m.flow == id) continue;
+      const Flow& g = flows_[m.flow];
+      if (g.fresh || g.finish <= now) return false;  // unsettled, or to detach
+      if (g.rate > rate * (1.0 + kSameRate)) fastest = false;
+    }
+    if (fastest && (l.capacity - l.load) / u.coefficient <= threshold) bottleneck = true;
+  }
+  return bottleneck;
+}
+
+// The reverse: an ending activity frees its links, none of which stays
+// saturated. Someone else can speed up only if one of those links was a
+// bottleneck of theirs (saturated, nobody there faster) and they have no other
+// bottleneck. So the rates stay if everyone on a saturated link of the ending
+// activity either ran slower than it (that link was not their bottleneck) or
+// has a bottleneck among links it does not use (which keeps them where they
+// are). Symmetric jobs make the second case common: ranks in step tie.
+bool FluidNetwork::leaves_no_gap(TimeNs now, FlowId id) const {
+  const Flow& f = flows_[id];
+  for (const Usage& u : f.usage) {
+    const Link& l = links_[u.link];
+    if (!l.binding || l.members.size() < 2) continue;
+    for (const Member& m : l.members) {
+      if (m.flow == id) continue;
+      const Flow& g = flows_[m.flow];
+      if (g.fresh || g.finish <= now) return false;  // unsettled, or to detach
+    }
+    if (!saturated(l)) continue;
+    for (const Member& m : l.members) {
+      if (m.flow == id || flows_[m.flow].rate < f.rate * (1.0 - kSameLevel)) continue;
+      if (!bottlenecked_away_from(m.flow, id)) return false;
+    }
+  }
+  return true;
+}
+
+bool FluidNetwork::saturated(const Link& l) { return l.capacity - l.load <= l.capacity * kSameLevel; }
+
+// `g` has a saturated link that `f` does not use, on which nobody runs faster
+// than `g`.
+bool FluidNetwork::bottlenecked_away_from(FlowId g, FlowId f) const {
+  const Flow& flow = flows_[g];
+  const double faster = flow.rate * (1.0 + kSameLevel);
+  for (const Usage& u : flow.usage) {
+    const Link& l = links_[u.link];
+    if (!l.binding || !saturated(l)) continue;
+    bool candidate = true;
+    for (const Member& m : l.members) {
+      if (m.flow == f || flows_[m.flow].rate > faster) {
+        candidate = false;
+        break;
+      }
+    }
+    if (candidate) return true;
+  }
+  return false;
+}
+
 void FluidNetwork::remove(TimeNs now, FlowId id) {
   check_time(now, "remove");
   ++counters_.removes;
   Flow& f = flows_[id];
   const bool was_attached = f.attached;
+  // Decided before the detach, on the rates it leaves.
+  const bool quiet = was_attached && !f.fresh && !any_dirty(f.usage) && leaves_no_gap(now, id);
   if (was_attached) detach(id, now);
   f.fresh = false;
   --active_;
   free_ids_.push_back(id);
   if (!was_attached) return;
+  if (quiet) {
+    ++counters_.quiet_removes;
+    return;
+  }
   for (const Usage& u : f.usage) {
     if (!links_[u.link].members.empty()) mark_dirty(u.link);
   }
@@ -247,6 +339,7 @@ void FluidNetwork::solve_component(TimeNs now, LinkId seed) {
   stack_.push_back(seed);
   collect(now);
   for (FlowId id : finished_) detach(id, now);
+  if (!finished_.empty()) ++counters_.detaching_solves;
   ++counters_.solves;
   counters_.solved_flows += comp_flows_.size();
   counters_.solved_links += comp_links_.size();
@@ -340,15 +433,18 @@ void FluidNetwork::progressive_filling() {
 }
 
 void FluidNetwork::apply_rates(TimeNs now) {
+  bool moved = false;  // an activity already running changed its rate
   for (FlowId id : comp_flows_) {
     Flow& f = flows_[id];
     const bool same = !f.fresh && std::abs(f.new_rate - f.rate) <= kSameRate * std::max(f.new_rate, f.rate);
     if (same) continue;
+    moved = moved || !f.fresh;
     const TimeNs before = f.finish;
     set_rate(now, f, f.new_rate);
     if (f.fresh || f.finish != before) rescheduled_.push_back(id);
     f.fresh = false;
   }
+  if (!moved) ++counters_.still_solves;
 }
 
 }  // namespace lacuna::network

@@ -11,8 +11,11 @@
 // them through its modified-constraint set: add, remove and set_capacity
 // update the links at once but only mark the links they touch; settle(now)
 // then solves each touched component once, however many changes hit it at
-// that time. Changes that need no solve (an activity alone on its links, an
-// end that leaves its links empty) are answered at once and mark nothing. A solve's answer depends only on the set of activities, not on
+// that time. Changes that provably leave every other rate as it was (an
+// activity that fits into its links' slack, an end that frees no one's
+// bottleneck: fluid.cpp, docs/network.md) are answered at once and mark
+// nothing (GPT-3 175B on 3,072 GPUs: 12,567 component solves left of
+// 266,793, docs/performance.md#full-rank-with-variability-issue-35). A solve's answer depends only on the set of activities, not on
 // the order they arrived in, so settling once gives the rates k eager solves
 // would end with, for one solve instead of k. The caller settles before
 // simulated time moves on (the engine's settle event, sim/engine/simulator.cpp);
@@ -56,8 +59,8 @@ class FluidNetwork {
   void clear();
 
   // Starts an activity of `work` bytes. `usage` (one entry per link, each
-  // coefficient > 0) must stay valid until remove(). Alone on each of its
-  // binding links, it gets its rate and finish at once; otherwise from the
+  // coefficient > 0) must stay valid until remove(). If it fits into its
+  // links' slack, it gets its rate and finish at once; otherwise from the
   // next settle().
   FlowId add(TimeNs now, double work, std::span<const Usage> usage);
   // Ends an activity (detaching it first if it is still attached); what it
@@ -111,7 +114,14 @@ class FluidNetwork {
     uint64_t removes = 0;
     uint64_t settles = 0;         // settle() calls with changes to settle
     uint64_t trivial = 0;         // activities or links settled without a component solve
+    uint64_t fitted = 0;          // adds that fit into their links' slack (no solve)
+    uint64_t quiet_removes = 0;   // removes that left every other rate as it was (no solve)
     uint64_t solves = 0;          // component solves
+    // Solves in which no activity already running changed its rate (only
+    // the ones just added got theirs), and solves that detached an activity
+    // whose fluid part had finished.
+    uint64_t still_solves = 0;
+    uint64_t detaching_solves = 0;
     uint64_t solved_flows = 0;    // activities over all component solves
     uint64_t solved_links = 0;    // binding links over all component solves
     uint64_t rounds = 0;          // progressive-filling rounds
@@ -153,6 +163,15 @@ class FluidNetwork {
 
   void check_time(TimeNs now, const char* call);
   void mark_dirty(LinkId link);
+  bool any_dirty(std::span<const Usage> usage) const;
+  // Exact shortcuts past a solve (fluid.cpp says why they are exact): an
+  // added activity that fits into its links' slack without slowing anyone
+  // (its `rate`; `alone`: nobody else on its binding links), and an ending
+  // one whose links' other activities are all bottlenecked elsewhere.
+  bool fits_alongside(TimeNs now, FlowId id, double& rate, bool& alone) const;
+  bool leaves_no_gap(TimeNs now, FlowId id) const;
+  bool bottlenecked_away_from(FlowId g, FlowId f) const;
+  static bool saturated(const Link& l);
   void attach(FlowId id);
   void detach(FlowId id, TimeNs now);
   void add_load(const Flow& f, double delta_rate);

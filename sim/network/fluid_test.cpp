@@ -251,6 +251,10 @@ TEST(Fluid, IncrementalEqualsFullRecompute) {
         ASSERT_LE(n.load(static_cast<LinkId>(l)), caps[l] * (1 + 1e-9));
       }
     }
+    // The shortcuts past a solve were taken, and checked above.
+    EXPECT_GT(n.counters().fitted, 0u) << "seed " << seed;
+    EXPECT_GT(n.counters().quiet_removes, 0u) << "seed " << seed;
+    EXPECT_GT(n.counters().solves, 0u) << "seed " << seed;
   }
 }
 
@@ -327,6 +331,62 @@ TEST(Fluid, AnOverhangKeepsItsUsageWhenTheIdIsReused) {
   EXPECT_EQ(n.overhangs()[0].usage[0].link, 0u);
   EXPECT_EQ(n.overhangs()[0].held, TimeNs::from_seconds(1.0));
   EXPECT_DOUBLE_EQ(n.rate(c), 100);
+}
+
+TEST(Fluid, AnEndThatLeavesEveryBottleneckInPlaceSkipsTheSolve) {
+  // f and g tie at 1 on link 0 (capacity 2); g is also bottlenecked on link 1
+  // (capacity 1), which f does not use. f ending frees link 0 but g stays.
+  FluidNetwork n = net({2, 1});
+  const U fu = {{0, 1.0}}, gu = {{0, 1.0}, {1, 1.0}};
+  const FlowId g = add(n, 0_ns, 1e9, gu);
+  const FlowId f = add(n, 0_ns, 1e9, fu);
+  EXPECT_DOUBLE_EQ(n.rate(g), 1);
+  EXPECT_DOUBLE_EQ(n.rate(f), 1);
+  const uint64_t solves = n.counters().solves;
+  remove(n, 5_ns, f);
+  EXPECT_EQ(n.counters().solves, solves);
+  EXPECT_EQ(n.counters().quiet_removes, 1u);
+  EXPECT_DOUBLE_EQ(n.rate(g), 1);
+  EXPECT_TRUE(n.rescheduled().empty());
+}
+
+TEST(Fluid, AnEndThatReleasesABottleneckIsSolved) {
+  // Link 1 (capacity 1): f and h at 0.5. Link 0 (capacity 2): h and g, g at
+  // 1.5. f ending lets h rise on link 1, which takes from g on link 0: both 1.
+  FluidNetwork n = net({2, 1});
+  const U gu = {{0, 1.0}}, hu = {{0, 1.0}, {1, 1.0}}, fu = {{1, 1.0}};
+  const FlowId g = add(n, 0_ns, 1e9, gu);
+  const FlowId h = add(n, 0_ns, 1e9, hu);
+  const FlowId f = add(n, 0_ns, 1e9, fu);
+  EXPECT_DOUBLE_EQ(n.rate(f), 0.5);
+  EXPECT_DOUBLE_EQ(n.rate(h), 0.5);
+  EXPECT_DOUBLE_EQ(n.rate(g), 1.5);
+  remove(n, 5_ns, f);
+  EXPECT_EQ(n.counters().quiet_removes, 0u);
+  EXPECT_DOUBLE_EQ(n.rate(h), 1);
+  EXPECT_DOUBLE_EQ(n.rate(g), 1);
+}
+
+TEST(Fluid, AnAddThatFitsIntoTheSlackSkipsTheSolve) {
+  // g runs at 1 on link 0 (capacity 4), held by link 1 (capacity 1). f joins
+  // link 0 alone otherwise: it takes the slack, 3, and g keeps its rate.
+  FluidNetwork n = net({4, 1});
+  const U gu = {{0, 1.0}, {1, 1.0}}, fu = {{0, 1.0}};
+  const FlowId g = add(n, 0_ns, 1e9, gu);
+  const uint64_t solves = n.counters().solves;
+  const FlowId f = add(n, 1_ns, 1e9, fu);
+  EXPECT_EQ(n.counters().solves, solves);
+  EXPECT_EQ(n.counters().fitted, 1u);
+  EXPECT_DOUBLE_EQ(n.rate(f), 3);
+  EXPECT_DOUBLE_EQ(n.rate(g), 1);
+  ASSERT_EQ(n.rescheduled().size(), 1u);
+  EXPECT_EQ(n.rescheduled()[0], f);
+  // A second one cannot fit (link 0 is full): the solve shares it, 1.5 each.
+  const FlowId e = add(n, 2_ns, 1e9, fu);
+  EXPECT_EQ(n.counters().fitted, 1u);
+  EXPECT_DOUBLE_EQ(n.rate(e), 1.5);
+  EXPECT_DOUBLE_EQ(n.rate(f), 1.5);
+  EXPECT_DOUBLE_EQ(n.rate(g), 1);
 }
 
 TEST(Fluid, BatchesOfChangesEqualFullRecompute) {

@@ -36,6 +36,10 @@ void BM_Simulate(benchmark::State& state, const std::string& scenario, NetworkMo
     // with changes), component solves and their size.
     state.counters["settles"] = static_cast<double>(solver.settles);
     state.counters["solves"] = static_cast<double>(solver.solves);
+    state.counters["still_solves"] = static_cast<double>(solver.still_solves);
+    state.counters["fitted"] = static_cast<double>(solver.fitted);
+    state.counters["quiet_removes"] = static_cast<double>(solver.quiet_removes);
+    state.counters["detaching_solves"] = static_cast<double>(solver.detaching_solves);
     state.counters["links_per_solve"] =
         static_cast<double>(solver.solved_links) / static_cast<double>(std::max<uint64_t>(1, solver.solves));
   }
