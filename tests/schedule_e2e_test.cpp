@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <sstream>
 #include <utility>
 #include <vector>
 
@@ -452,6 +453,56 @@ TEST(ScheduleE2E, LoopedBfsIsGeneratedAndRuns) {
   ASSERT_EQ(full.exit_code, 0) << full.output;
   const int64_t full_ns = nlohmann::json::parse(read_file(dir / "full.json"))["iteration_time_ns"].get<int64_t>();
   EXPECT_LT(std::abs(full_ns - folded), folded / 1000);
+}
+
+// 1F1B with the microbatches in flight chosen per rank
+// (sim/schedule/in_flight_1f1b.h): with Megatron-LM's counts it writes the
+// built-in 1F1B's actions; capped at one it holds less activation memory at
+// its peak and takes longer, under blocking and overlapped transfers; a list
+// that grows downstream is refused before anything is written.
+TEST(ScheduleE2E, InFlight1F1BIsGeneratedAndRuns) {
+  TempDir dir("in-flight-1f1b");
+  const std::string scenario = source_path("scenarios/llm/gpt-1.3b-8gpu.pbtxt");
+  auto actions_of = [](const std::string& text) {
+    std::string lines;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);)
+      if (!line.starts_with("#")) lines += line + "\n";
+    return lines;
+  };
+  ASSERT_EQ(run_lacuna("compile " + scenario + " --dump-schedule " + (dir / "builtin.txt")).exit_code, 0);
+  const auto g = run_lacuna("compile " + scenario + " --dump-schedule " + (dir / "1f1b.txt") + " --generate 1f1b");
+  ASSERT_EQ(g.exit_code, 0) << g.output;
+  EXPECT_EQ(actions_of(read_file(dir / "1f1b.txt")), actions_of(read_file(dir / "builtin.txt")));
+  const auto c = run_lacuna("compile " + scenario + " --dump-schedule " + (dir / "cap1.txt") + " --generate 1f1b:1");
+  ASSERT_EQ(c.exit_code, 0) << c.output;
+  EXPECT_NE(read_file(dir / "cap1.txt").find("rank 0: 0F0 0B0 0F1 0B1"), std::string::npos);
+  auto run = [&](const std::string& actions, bool overlapped, const std::string& tag) {
+    std::string text = with_schedule(scenario, "actions_file: \"" + actions + "\"");
+    if (overlapped) text = edited(text, {{kSoftware, kOverlapped}});
+    const std::string path = dir / (tag + ".pbtxt");
+    std::ofstream(path) << text;
+    const std::string json = dir / (tag + ".json");
+    const auto r = run_lacuna("simulate " + path + " --fold --ideal --no-trace --no-svg --json " + json);
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    if (r.exit_code != 0) return std::pair<int64_t, int64_t>{-1, -1};
+    const auto j = nlohmann::json::parse(read_file(json));
+    return std::pair{j["iteration_time_ns"].get<int64_t>(), j["peak_memory"]["max_bytes"].get<int64_t>()};
+  };
+  for (const bool overlapped : {false, true}) {
+    SCOPED_TRACE(overlapped ? "overlapped" : "blocking");
+    const auto [megatron_ns, megatron_bytes] = run("1f1b.txt", overlapped, overlapped ? "m-o" : "m-b");
+    const auto [capped_ns, capped_bytes] = run("cap1.txt", overlapped, overlapped ? "c-o" : "c-b");
+    EXPECT_GT(capped_ns, megatron_ns);
+    EXPECT_LT(capped_bytes, megatron_bytes);
+    EXPECT_GT(capped_bytes, 0);
+  }
+  EXPECT_EQ(run("1f1b.txt", false, "again").first, iteration_ns(dir, scenario, "builtin"));
+  const auto bad = run_lacuna("compile " + scenario + " --dump-schedule " + (dir / "bad.txt") + " --generate 1f1b:1,2");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.output.find("rank 1 would hold 2 microbatches in flight but rank 0 upstream only 1"), std::string::npos)
+      << bad.output;
+  EXPECT_FALSE(std::filesystem::exists(dir / "bad.txt"));
 }
 
 }  // namespace

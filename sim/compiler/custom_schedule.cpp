@@ -1,6 +1,7 @@
 #include "sim/compiler/custom_schedule.h"
 
 #include <algorithm>
+#include <charconv>
 #include <filesystem>
 
 #include <fmt/format.h>
@@ -15,6 +16,7 @@
 #include "sim/schedule/call_deadlock.h"
 #include "sim/schedule/dualpipe.h"
 #include "sim/schedule/dualpipev.h"
+#include "sim/schedule/in_flight_1f1b.h"
 #include "sim/schedule/looped_bfs.h"
 #include "sim/schedule/lower_p2p.h"
 #include "sim/schedule/lower_recompute.h"
@@ -161,20 +163,65 @@ schedule::ActionSchedule check_actions_file(const scenario::LoadedScenario& scen
 }
 
 const std::vector<std::string>& schedule_generators() {
-  static const std::vector<std::string> names{"zb-v", "dualpipev", "dualpipe", "looped-bfs"};
+  static const std::vector<std::string> names{"zb-v", "dualpipev", "dualpipe", "looped-bfs", "1f1b"};
   return names;
 }
 
-schedule::ActionSchedule generate_schedule(const scenario::LoadedScenario& scenario, const std::string& name,
+namespace {
+
+// "1f1b", "1f1b:K" or "1f1b:k0,k1,...": the in-flight counts it asks for
+// (schedule::in_flight_1f1b_schedule), Megatron-LM's without an argument, each
+// capped at K with one count, exactly these with one per rank.
+std::vector<int32_t> in_flight_counts(const std::string& argument, const schedule::PipelineShape& shape,
+                                      const std::string& option) {
+  std::vector<int32_t> k = schedule::megatron_1f1b_in_flight(shape.pp, shape.microbatches);
+  if (argument.empty()) return k;
+  std::vector<int32_t> given;
+  size_t at = 0;
+  while (at <= argument.size()) {
+    const size_t comma = std::min(argument.find(',', at), argument.size());
+    const std::string token = argument.substr(at, comma - at);
+    int32_t value = 0;
+    const auto [end, ec] = std::from_chars(token.data(), token.data() + token.size(), value);
+    if (token.empty() || ec != std::errc() || end != token.data() + token.size())
+      throw Error(SourceLocation{{}, 0, 0, option},
+                  "1f1b's in-flight count \"" + token + "\" is not a whole number",
+                  "write 1f1b:K for at most K microbatches in flight on every rank, or 1f1b:k0,k1,... with one "
+                  "count per pipeline rank");
+    given.push_back(value);
+    at = comma + 1;
+  }
+  if (given.size() == 1) {
+    if (given[0] < 1)
+      throw Error(SourceLocation{{}, 0, 0, option},
+                  fmt::format("1f1b's in-flight cap is {}, but a rank holds at least one microbatch", given[0]),
+                  "give a cap of 1 or more");
+    for (int32_t& c : k) c = std::min(c, given[0]);
+    return k;
+  }
+  return given;
+}
+
+}  // namespace
+
+schedule::ActionSchedule generate_schedule(const scenario::LoadedScenario& scenario, const std::string& spec,
                                            const std::string& option, const cost::CostModel* cost,
                                            PassTimes* times) {
   const auto& names = schedule_generators();
+  // A generator's argument follows a colon ("1f1b:3,2,2,1").
+  const size_t colon = std::min(spec.find(':'), spec.size());
+  const std::string name = spec.substr(0, colon);
+  const std::string argument = colon < spec.size() ? spec.substr(colon + 1) : "";
   if (std::find(names.begin(), names.end(), name) == names.end())
     throw Error(SourceLocation{{}, 0, 0, option}, "no schedule generator \"" + name + "\"",
                 "use " + fmt::format("{}", fmt::join(names, " or ")));
+  if (colon < spec.size() && name != "1f1b")
+    throw Error(SourceLocation{{}, 0, 0, option}, "schedule generator \"" + name + "\" takes no argument",
+                "write " + name);
   const std::string title = name == "zb-v"         ? "ZB-V"
                             : name == "dualpipe"   ? "DualPipe"
                             : name == "looped-bfs" ? "Looped BFS"
+                            : name == "1f1b"       ? "1F1B"
                                                    : "DualPipeV";
   if (scenario.spec.model().encoders_size() > 0)
     throw Error(scenario.locations.locate("model.encoders"),
@@ -183,6 +230,21 @@ schedule::ActionSchedule generate_schedule(const scenario::LoadedScenario& scena
   const schedule::PipelineShape shape = scenario_pipeline_shape(scenario);
   // Breadth first over any number of chunks, in Megatron-LM's looped layout.
   if (name == "looped-bfs") return schedule::looped_bfs_schedule(shape.pp, shape.virtual_stages, shape.microbatches);
+  if (name == "1f1b") {
+    if (shape.virtual_stages != 1)
+      throw Error(scenario.locations.locate("parallel.virtual_stages"),
+                  fmt::format("1F1B runs one model chunk per pipeline rank, but virtual_stages is {}",
+                              shape.virtual_stages),
+                  "set parallel.virtual_stages: 1");
+    try {
+      return schedule::in_flight_1f1b_schedule(shape.pp, shape.microbatches,
+                                               in_flight_counts(argument, shape, option));
+    } catch (const Error& e) {
+      // The schedule's own check names the rank; the option names where
+      // the counts came from.
+      throw Error(SourceLocation{{}, 0, 0, option}, e.problem(), e.fix());
+    }
+  }
   if (shape.virtual_stages != 2)
     throw Error(scenario.locations.locate("parallel.virtual_stages"),
                 title + " runs two model chunks per pipeline rank, but virtual_stages is " +

@@ -67,17 +67,21 @@ schedule::ActionSchedule check_actions_file(const scenario::LoadedScenario& scen
 // The generators generate_schedule knows, in the order help lists them.
 const std::vector<std::string>& schedule_generators();
 
-// A schedule generated for the scenario's LLM pipeline, for actions_file:
+// A schedule generated for the scenario's LLM pipeline, for actions_file,
+// named by `spec` (a generator's name, then its argument after a colon):
 // "zb-v" (schedule::zbv_schedule, its activation memory runtime.py's
 // per-layer estimate from the model's hidden size, attention heads and
 // sequence length; its pass costs the authors' fixed setting, or with `cost`
 // lacuna's own: the scenario compiled as it stands and mean_pass_times of it,
-// written to `times` when given), "dualpipev" (schedule::dualpipev_schedule)
-// or "dualpipe" (schedule::dualpipe_schedule, bidirectional). Throws for
+// written to `times` when given), "dualpipev" (schedule::dualpipev_schedule),
+// "dualpipe" (schedule::dualpipe_schedule, bidirectional), "looped-bfs"
+// (schedule::looped_bfs_schedule) or "1f1b" (schedule::in_flight_1f1b_schedule:
+// Megatron-LM's counts of microbatches in flight, "1f1b:K" each capped at K,
+// "1f1b:k0,k1,..." one count per pipeline rank; one chunk per rank). Throws for
 // another name (the error names `option`, the caller's flag or field), a
-// scenario with encoders, virtual_stages other than 2, fewer than 2·pp
+// scenario with encoders, virtual_stages other than 2 (1 for 1f1b), fewer than 2·pp
 // microbatches, or (DualPipe) an odd pp or microbatch count.
-schedule::ActionSchedule generate_schedule(const scenario::LoadedScenario& scenario, const std::string& name,
+schedule::ActionSchedule generate_schedule(const scenario::LoadedScenario& scenario, const std::string& spec,
                                            const std::string& option, const cost::CostModel* cost = nullptr,
                                            PassTimes* times = nullptr);
 

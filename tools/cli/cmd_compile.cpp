@@ -1,10 +1,12 @@
 // `lacuna compile SCENARIO -o FILE`: the IR every rank runs, binary or text.
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <memory>
 #include <string>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <google/protobuf/text_format.h>
 
 #include "sim/compiler/custom_schedule.h"
@@ -84,8 +86,12 @@ void dump_schedule(const scenario::LoadedScenario& loaded, const std::string& pa
     for (size_t k = 0; k < lanes.size(); ++k) text += fmt::format("# line {}: {}\n", k, lanes[k]);
   } else if (!csv) {
     text += fmt::format("# {}: {}pipeline actions, one line per pipeline rank (docs/schedules.md){}\n", loaded.path,
-                       generate.empty() ? "" : generate + " (run it with execution.pipeline_p2p: P2P_OVERLAPPED, "
-                                                          "as its authors' runtime posts transfers ahead) ",
+                       generate.empty() ? ""
+                       : generate.starts_with("1f1b")
+                           ? generate + " (Megatron-LM's 1F1B order with the microbatches in flight asked for; it "
+                                        "runs with blocking or overlapped execution.pipeline_p2p) "
+                           : generate + " (run it with execution.pipeline_p2p: P2P_OVERLAPPED, "
+                                        "as its authors' runtime posts transfers ahead) ",
                        std::string(with_p2p ? "; sends and receives as blocking calls ('+' joins one batched call), "
                                               "which execution.pipeline_p2p: P2P_OVERLAPPED replaces by overlapped "
                                               "transfers"
@@ -194,9 +200,19 @@ void add_compile_command(CLI::App& app, Action& action) {
                   "zb-v (ZB-V, the V-shaped zero-bubble schedule, weighed by lacuna's own pass times), dualpipev "
                   "(DeepSeek-V3's DualPipe cut in half, its forward-backward pairs written F&B) or dualpipe (the "
                   "bidirectional original: two pipelines in opposite directions, each stage held twice; even pp), "
-                  "which need virtual_stages 2, or looped-bfs (breadth-first: every microbatch through a chunk "
-                  "before the next, as PyTorch's ScheduleLoopedBFS; any virtual_stages)")
-      ->check(CLI::IsMember(compiler::schedule_generators()));
+                  "which need virtual_stages 2, looped-bfs (breadth-first: every microbatch through a chunk "
+                  "before the next, as PyTorch's ScheduleLoopedBFS; any virtual_stages), or 1f1b (Megatron-LM's "
+                  "1F1B; 1f1b:K holds at most K microbatches in flight on every rank, 1f1b:k0,k1,... one count "
+                  "per pipeline rank, not growing downstream; virtual_stages 1)")
+      ->check(CLI::Validator(
+          [](const std::string& spec) -> std::string {
+            // The generator's name, before any argument ("1f1b:2").
+            const std::string name = spec.substr(0, spec.find(':'));
+            const auto& names = compiler::schedule_generators();
+            if (std::find(names.begin(), names.end(), name) != names.end()) return {};
+            return fmt::format("{} is not a schedule generator; use {}", name, fmt::join(names, ", "));
+          },
+          "GENERATOR[:ARG]"));
   sub->add_flag("--text", o->text, "write protobuf text format instead of binary");
   add_scale_down_option(sub, o->scale_down);
   sub->callback([o, &action] { action = [o] { return run_compile(*o); }; });
