@@ -505,5 +505,22 @@ TEST(ScheduleE2E, InFlight1F1BIsGeneratedAndRuns) {
   EXPECT_FALSE(std::filesystem::exists(dir / "bad.txt"));
 }
 
+// --with-amax (docs/schedules.md#the-amax-pass): refused without FP8
+// delayed scaling, naming the field and the flag, and without
+// --dump-schedule; nothing is written.
+TEST(ScheduleE2E, WithAmaxNeedsDelayedScaling) {
+  TempDir dir("with-amax");
+  const std::string scenario = source_path("scenarios/llm/gpt-1.3b-8gpu.pbtxt");
+  const auto r = run_lacuna("compile " + scenario + " --dump-schedule " + (dir / "a.txt") + " --with-amax");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("training.fp8"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("reduces no amax"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("leave out --with-amax"), std::string::npos) << r.output;
+  EXPECT_FALSE(std::filesystem::exists(dir / "a.txt"));
+  const auto n = run_lacuna("compile " + scenario + " -o " + (dir / "p.pb") + " --with-amax");
+  EXPECT_EQ(n.exit_code, 2) << n.output;
+  EXPECT_NE(n.output.find("--with-amax shapes --dump-schedule's output"), std::string::npos) << n.output;
+}
+
 }  // namespace
 }  // namespace lacuna::testing

@@ -12,11 +12,13 @@
 #include "sim/compiler/segment_inputs.h"
 #include "sim/core/error.h"
 #include "sim/core/input_file.h"
+#include "sim/model/fp8.h"
 #include "sim/scenario/execution.h"
 #include "sim/schedule/call_deadlock.h"
 #include "sim/schedule/dualpipe.h"
 #include "sim/schedule/dualpipev.h"
 #include "sim/schedule/in_flight_1f1b.h"
+#include "sim/schedule/lower_amax.h"
 #include "sim/schedule/looped_bfs.h"
 #include "sim/schedule/lower_p2p.h"
 #include "sim/schedule/lower_recompute.h"
@@ -51,13 +53,28 @@ std::string recompute_name(const scenario::LoadedScenario& scenario) {
   return scenario::Recompute_Name(scenario.spec.parallel().recompute());
 }
 
-// Reads, parses and checks the file; `shape` gets the stage layout its
-// actions follow (looped, V or bidirectional). `blocking`: the scenario runs
-// blocking p2p calls, which must not deadlock (schedule/call_deadlock.h).
-// `recompute`: parallel.recompute, which R actions need to be full.
+// Reads, parses and checks the file against `checks`; `shape` gets the stage
+// layout its actions follow (looped, V or bidirectional).
+// What a schedule file is checked against: the scenario's settings that
+// decide which actions it may hold and where.
+struct FileChecks {
+  schedule::DpSettings dp;
+  bool blocking = false;    // blocking p2p calls, which must not deadlock (schedule/call_deadlock.h)
+  std::string recompute;    // parallel.recompute, which R actions need to be full
+  bool amax_reduces = false;  // FP8 delayed scaling reduces amaxes (AMAX actions, schedule/lower_amax.h)
+};
+
+FileChecks file_checks(const scenario::LoadedScenario& scenario) {
+  FileChecks c;
+  c.dp = scenario_dp_settings(scenario);
+  c.blocking = blocking_p2p(scenario);
+  c.recompute = recompute_name(scenario);
+  c.amax_reduces = model::fp8_delayed_amax_reduction(model::fp8_plan(scenario.spec));
+  return c;
+}
+
 schedule::ActionSchedule read_actions(const std::string& path, schedule::PipelineShape& shape,
-                                      const schedule::DpSettings& dp, bool blocking, const std::string& recompute,
-                                      const SourceLocation& named_by) {
+                                      const FileChecks& checks, const SourceLocation& named_by) {
   std::string text;
   try {
     text = read_input_file(path, kActionsInput);
@@ -70,13 +87,13 @@ schedule::ActionSchedule read_actions(const std::string& path, schedule::Pipelin
   schedule::ActionSchedule actions = schedule::parse_schedule(text, path);
   if (static_cast<int32_t>(actions.size()) == shape.pp) shape.layout = schedule::infer_layout(actions, shape, path);
   schedule::validate_actions(actions, shape, path);
-  schedule::check_recompute_actions(actions, recompute, path);
+  schedule::check_recompute_actions(actions, checks.recompute, path);
   const auto passes = schedule::to_schedule(actions, shape, path);  // what the builder's form cannot hold
   // Written-out transfers, each where it belongs; under blocking p2p, the
   // calls the compiler will issue (those, or the generic rule's), run to
   // the end.
   const bool written = schedule::has_p2p_actions(actions);
-  const bool run_calls = blocking && shape.pp > 1;
+  const bool run_calls = checks.blocking && shape.pp > 1;
   if (written || run_calls) {
     std::vector<std::vector<schedule::P2pCall>> calls;
     for (int32_t r = 0; r < shape.pp; ++r)
@@ -84,8 +101,10 @@ schedule::ActionSchedule read_actions(const std::string& path, schedule::Pipelin
                               : schedule::blocking_p2p_calls(scenario::CUSTOM, shape, r, passes[static_cast<size_t>(r)]));
     if (run_calls) schedule::check_blocking_calls(actions, shape, calls, path);
   }
-  if (schedule::has_dp_actions(actions))  // and the data-parallel actions
-    for (int32_t r = 0; r < shape.pp; ++r) schedule::dp_points_of(actions, r, shape, dp, path);
+  if (schedule::has_dp_actions(actions))  // the data-parallel actions
+    for (int32_t r = 0; r < shape.pp; ++r) schedule::dp_points_of(actions, r, shape, checks.dp, path);
+  if (schedule::has_amax_actions(actions))  // and FP8's amax reductions
+    for (int32_t r = 0; r < shape.pp; ++r) schedule::amax_passes_of(actions, r, checks.amax_reduces, path);
   return actions;
 }
 
@@ -104,10 +123,9 @@ schedule::DpSettings scenario_dp_settings(const scenario::LoadedScenario& scenar
 
 CustomSchedule load_custom_schedule(const scenario::LoadedScenario& scenario, schedule::PipelineShape& shape) {
   const std::string path = actions_file_path(scenario);
-  const schedule::DpSettings dp = scenario_dp_settings(scenario);
+  const FileChecks checks = file_checks(scenario);
   const schedule::ActionSchedule actions =
-      read_actions(path, shape, dp, blocking_p2p(scenario), recompute_name(scenario),
-                   scenario.locations.locate("schedule.actions_file"));
+      read_actions(path, shape, checks, scenario.locations.locate("schedule.actions_file"));
   CustomSchedule out;
   out.passes = schedule::to_schedule(actions, shape, path);
   out.overlapped_pairs = schedule::overlapped_pairs(actions);
@@ -117,7 +135,13 @@ CustomSchedule load_custom_schedule(const scenario::LoadedScenario& scenario, sc
   }
   if (schedule::has_dp_actions(actions)) {
     out.dp_points.emplace();
-    for (int32_t r = 0; r < shape.pp; ++r) out.dp_points->push_back(schedule::dp_points_of(actions, r, shape, dp, path));
+    for (int32_t r = 0; r < shape.pp; ++r)
+      out.dp_points->push_back(schedule::dp_points_of(actions, r, shape, checks.dp, path));
+  }
+  if (schedule::has_amax_actions(actions)) {
+    out.amax_passes.emplace();
+    for (int32_t r = 0; r < shape.pp; ++r)
+      out.amax_passes->push_back(schedule::amax_passes_of(actions, r, checks.amax_reduces, path));
   }
   return out;
 }
@@ -145,8 +169,8 @@ schedule::ActionSchedule scenario_actions(const scenario::LoadedScenario& scenar
   const auto kind = scenario.spec.schedule().kind();
   schedule::ActionSchedule actions =
       kind == scenario::CUSTOM
-          ? read_actions(actions_file_path(scenario), shape, scenario_dp_settings(scenario), blocking_p2p(scenario),
-                         recompute_name(scenario), scenario.locations.locate("schedule.actions_file"))
+          ? read_actions(actions_file_path(scenario), shape, file_checks(scenario),
+                         scenario.locations.locate("schedule.actions_file"))
           : schedule::to_actions(schedule::build_schedule(kind, shape), shape);
   if (shape_out != nullptr) *shape_out = shape;
   return actions;
@@ -156,8 +180,7 @@ schedule::ActionSchedule check_actions_file(const scenario::LoadedScenario& scen
                                             const std::string& option, schedule::PipelineShape* shape_out) {
   schedule::PipelineShape shape = scenario_pipeline_shape(scenario);
   schedule::ActionSchedule actions =
-      read_actions(path, shape, scenario_dp_settings(scenario), blocking_p2p(scenario), recompute_name(scenario),
-                   SourceLocation{path, 0, 0, option});
+      read_actions(path, shape, file_checks(scenario), SourceLocation{path, 0, 0, option});
   if (shape_out != nullptr) *shape_out = shape;
   return actions;
 }

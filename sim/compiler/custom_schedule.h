@@ -37,6 +37,10 @@ struct CustomSchedule {
   // each rank's points (schedule::dp_points_of); else absent, and the stage
   // compiler places them as the DP pass does.
   std::optional<std::vector<schedule::DpPoints>> dp_points;
+  // When the file places FP8's amax reductions (AMAX): per rank, per pass,
+  // whether it runs one (schedule::amax_passes_of); else absent, and every
+  // forward, backward and input-gradient pass does.
+  std::optional<std::vector<std::vector<bool>>> amax_passes;
 };
 
 // What the scenario's data parallelism does, for the DP pass

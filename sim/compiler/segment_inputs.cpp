@@ -165,6 +165,7 @@ void add_stage_classes(const scenario::LoadedScenario& scenario, const StageInpu
     if (custom != nullptr && !custom->overlapped_pairs.empty())
       in.overlapped_pairs = custom->overlapped_pairs[static_cast<size_t>(r)];
     if (custom != nullptr && custom->dp_points) in.dp_points = (*custom->dp_points)[static_cast<size_t>(r)];
+    if (custom != nullptr && custom->amax_passes) in.amax_passes = (*custom->amax_passes)[static_cast<size_t>(r)];
     const int64_t estimate = estimate_ops(in);
     if (estimate > kMaxOpsPerClass)
       throw Error(scenario.locations.locate("training.global_batch"),

@@ -251,7 +251,7 @@ PassEmission StageBuilder::forward(int32_t i, schedule::Action a) {
     // FP8 delayed scaling: the LLM block's autocast exits after its layers.
     // Megatron's final norm is inside the block and lacuna's `post` starts
     // with it, so the reduction here comes one norm kernel early.
-    if (seg.module == 0 && seg.count > 0) amax_reduction(true, ctx);
+    if (seg.module == 0 && seg.count > 0) amax_reduction(i, true, ctx);
     if (seg.post) {
       Emitter::Emitted post;
       for (const model::Step& step : w.post_forward)
@@ -329,7 +329,7 @@ PassEmission StageBuilder::backward(int32_t i, schedule::Action a) {
         if (finishes) em().add_memory(out.last, -held);
         // FP8 delayed scaling: after the backward of the chunk's first FP8
         // module (layer `first`'s QKV), in the pass that runs its dgrad.
-        if (seg.module == 0 && l == seg.first && produces_grad) amax_reduction(false, ctx);
+        if (seg.module == 0 && l == seg.first && produces_grad) amax_reduction(i, false, ctx);
         if (l == seg.first && seg.pre) {
           Emitter::Emitted pre;
           for (const model::Step& step : w.pre_backward)

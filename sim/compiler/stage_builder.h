@@ -109,7 +109,8 @@ class StageBuilder {
 
   // --- FP8 delayed scaling (stage_fp8.cpp)
   void plan_amax_reductions();
-  void amax_reduction(bool forward, const OpContext& ctx);
+  // Pass `i`'s reduction, unless a schedule file left it out.
+  void amax_reduction(int32_t i, bool forward, const OpContext& ctx);
 
   const StageInputs& in_;
   ClassBuilder b_;

@@ -30,8 +30,9 @@ void StageBuilder::plan_amax_reductions() {
 // The compute stream hands the concatenated amaxes to a MAX all-reduce over
 // the amax group and waits for it (TE calls torch.distributed.all_reduce
 // with async_op=False), then runs the fused history and scale update.
-void StageBuilder::amax_reduction(bool forward, const OpContext& ctx) {
+void StageBuilder::amax_reduction(int32_t i, bool forward, const OpContext& ctx) {
   if (amax_gemms_ <= 0) return;
+  if (in_.amax_passes && !(*in_.amax_passes)[static_cast<size_t>(i)]) return;
   const int64_t values = model::fp8_delayed_amax_values(amax_gemms_, forward);
   em().flush(ctx);
   if (amax_group_) sync_now(ir::ALL_REDUCE, kSlotAmax, values * model::kFp32, ctx);

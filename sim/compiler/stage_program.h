@@ -113,6 +113,11 @@ struct StageInputs {
   // (schedule::dp_points_of); absent: the DP pass's placement (each chunk
   // reduced from its last backward, gathers in chunk order).
   std::optional<schedule::DpPoints> dp_points;
+  // Per pass of this rank, whether it runs FP8's amax reduction, as a
+  // schedule file's AMAX actions place them (schedule::amax_passes_of);
+  // absent: every forward, backward and input-gradient pass (the amax pass's
+  // placement).
+  std::optional<std::vector<bool>> amax_passes;
   scenario::Precision precision = scenario::BF16;
   // MoE: the expert data-parallel group size (docs/moe.md#groups).
   int64_t expert_dp = 1;

@@ -11,7 +11,9 @@
 #include "sim/placement/compile.h"
 #include "sim/placement/hetero_plan.h"
 #include "sim/placement/megatron_encoder_pp.h"
+#include "sim/model/fp8.h"
 #include "sim/placement/modules.h"
+#include "sim/schedule/lower_amax.h"
 #include "sim/schedule/lower_dp.h"
 #include "sim/schedule/lower_p2p.h"
 #include "sim/schedule/lower_recompute.h"
@@ -92,13 +94,21 @@ schedule::ActionSchedule read_back(const scenario::LoadedScenario& scenario, std
 }  // namespace
 
 schedule::ActionSchedule schedule_actions(const scenario::LoadedScenario& scenario, bool with_p2p,
-                                          std::vector<std::string>* lanes, bool with_dp) {
+                                          std::vector<std::string>* lanes, bool with_dp, bool with_amax) {
   const auto& spec = scenario.spec;
   auto lowered = [&](schedule::ActionSchedule actions, scenario::ScheduleKind rule,
                      const schedule::PipelineShape& shape) {
     if (with_p2p && !schedule::has_p2p_actions(actions)) actions = schedule::lower_p2p(actions, rule, shape);
     if (with_dp && !schedule::has_dp_actions(actions))
       actions = schedule::add_dp_actions(actions, shape, compiler::scenario_dp_settings(scenario));
+    if (with_amax && !schedule::has_amax_actions(actions)) {
+      if (!model::fp8_delayed_amax_reduction(model::fp8_plan(scenario.spec)))
+        throw Error(scenario.locations.locate("training.fp8"),
+                    "the scenario's FP8 recipe reduces no amax: there are no AMAX actions to write (only delayed "
+                    "scaling reduces amaxes, with FP8 on)",
+                    "leave out " + option_ref("with-amax") + ", or turn on FP8 with delayed scaling");
+      actions = schedule::add_amax_actions(actions);
+    }
     return actions;
   };
   if (spec.model().encoders_size() == 0) {
@@ -111,14 +121,16 @@ schedule::ActionSchedule schedule_actions(const scenario::LoadedScenario& scenar
   }
   const auto kind = spec.placement().kind();
   if (kind == scenario::OPTIMUS || kind == scenario::HETEROGENEOUS || kind == scenario::MEGATRON_ENCODER_PP) {
-    if (with_p2p || with_dp)
+    if (with_p2p || with_dp || with_amax)
       throw Error(scenario.locations.locate("placement.kind"),
                   scenario::PlacementKind_Name(kind) + " is read back from its compiled program, whose " +
-                      (with_p2p ? "transfers run on their own streams: there are no blocking pipeline calls"
-                                : "data-parallel work is the placement's, per module: there is no pipeline's DP "
-                                  "pass") +
+                      (with_p2p  ? "transfers run on their own streams: there are no blocking pipeline calls"
+                       : with_dp ? "data-parallel work is the placement's, per module: there is no pipeline's DP "
+                                   "pass"
+                                 : "amax reductions are the placement's, per module: there is no pipeline's amax "
+                                   "pass") +
                       " to write out",
-                  "leave out " + option_ref(with_p2p ? "with-p2p" : "with-dp") +
+                  "leave out " + option_ref(with_p2p ? "with-p2p" : with_dp ? "with-dp" : "with-amax") +
                       "; its compute passes are written as the classes run them");
     return read_back(scenario, lanes);
   }

@@ -30,7 +30,12 @@ namespace lacuna::placement {
 // refused for it. `with_dp`: the data-parallel actions (UNSHARD,
 // REDUCE_GRAD) too, as schedule::add_dp_actions places them (a CUSTOM file
 // that places them, as placed); refused for read-back programs likewise.
+// `with_amax`: FP8 delayed scaling's amax reductions (AMAX) too, as
+// schedule::add_amax_actions places them (a CUSTOM file that places them, as
+// placed); refused for read-back programs and for a scenario whose FP8
+// recipe reduces no amax.
 schedule::ActionSchedule schedule_actions(const scenario::LoadedScenario& scenario, bool with_p2p = false,
-                                          std::vector<std::string>* lanes = nullptr, bool with_dp = false);
+                                          std::vector<std::string>* lanes = nullptr, bool with_dp = false,
+                                          bool with_amax = false);
 
 }  // namespace lacuna::placement

@@ -43,8 +43,8 @@ ActionSchedule lower_p2p(const ActionSchedule& s, lacuna::scenario::ScheduleKind
     const int32_t rank = static_cast<int32_t>(r);
     std::vector<Action> passes;
     std::vector<ScheduleAction> compute;
-    // Data-parallel actions keep their place: [k] follows pass k − 1 (and
-    // its calls); [0] leads the rank.
+    // Data-parallel and amax actions keep their place: [k] follows pass
+    // k − 1 (and its calls); [0] leads the rank.
     std::vector<std::vector<ScheduleAction>> kept(1);
     // An "R&B" pair's recompute, in front of its backward (after the calls
     // before that backward: the gradient arrives, then both run).
@@ -60,7 +60,7 @@ ActionSchedule lower_p2p(const ActionSchedule& s, lacuna::scenario::ScheduleKind
         kept.emplace_back();
       } else if (a && a->module.empty() &&
                  (a->type == ActionType::kUnshard || a->type == ActionType::kReshard ||
-                  a->type == ActionType::kReduceGrad)) {
+                  a->type == ActionType::kReduceGrad || a->type == ActionType::kAmaxReduce)) {
         kept.back().push_back(*a);
       }
     const std::vector<P2pCall> calls = blocking_p2p_calls(rule, shape, rank, passes);

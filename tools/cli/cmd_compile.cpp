@@ -35,6 +35,7 @@ struct CompileOptions {
   std::string generate;
   bool with_p2p = false;
   bool with_dp = false;
+  bool with_amax = false;
   bool text = false;
   int64_t scale_down = 1;
 };
@@ -60,7 +61,7 @@ OpCounts count_ops(const ir::RankClass& cls) {
 // The schedule's actions (sim/schedule/action.h): the text form, or
 // PyTorch's CSV for a .csv path.
 void dump_schedule(const scenario::LoadedScenario& loaded, const std::string& path, bool with_p2p, bool with_dp,
-                   const std::string& generate) {
+                   bool with_amax, const std::string& generate) {
   // ZB-V weighs passes by lacuna's own times (the analytic cost model).
   std::unique_ptr<cost::CostModel> cost;
   if (generate == "zb-v")
@@ -68,7 +69,7 @@ void dump_schedule(const scenario::LoadedScenario& loaded, const std::string& pa
   compiler::PassTimes times;
   std::vector<std::string> lanes;
   const schedule::ActionSchedule actions =
-      generate.empty() ? placement::schedule_actions(loaded, with_p2p, &lanes, with_dp)
+      generate.empty() ? placement::schedule_actions(loaded, with_p2p, &lanes, with_dp, with_amax)
                        : compiler::generate_schedule(loaded, generate, "--generate", cost.get(), &times);
   const bool csv = std::filesystem::path(path).extension() == ".csv";
   std::string text;
@@ -98,7 +99,10 @@ void dump_schedule(const scenario::LoadedScenario& loaded, const std::string& pa
                                             : "") +
                            (with_dp ? "; each stage's parameter gather (UNSHARD) and gradient reduction "
                                       "(REDUCE_GRAD) where the DP pass places them (docs/schedules.md#the-dp-pass)"
-                                    : ""));
+                                    : "") +
+                           (with_amax ? "; FP8 delayed scaling's amax reduction (AMAX) after each pass that runs "
+                                        "one, as the amax pass places them (docs/schedules.md#the-amax-pass)"
+                                      : ""));
   }
   text += csv ? schedule::format_csv(actions) : schedule::format_schedule(actions);
   write_file_atomically(path, text);
@@ -114,18 +118,22 @@ int run_compile(const CompileOptions& o) {
                 "give -o FILE for the program, --dump-schedule FILE for the schedule's actions, or both");
   check_outputs({{"--output", o.output}, {"--dump-schedule", o.dump_schedule}}, {{"SCENARIO", o.scenario}});
   const scenario::LoadedScenario loaded = scenario::load_scenario(o.scenario, o.scale_down);
-  if (!o.generate.empty() && (o.dump_schedule.empty() || o.with_p2p || o.with_dp))
+  if (!o.generate.empty() && (o.dump_schedule.empty() || o.with_p2p || o.with_dp || o.with_amax))
     throw Error(SourceLocation{{}, 0, 0, "--generate"},
-                "--generate writes a schedule for --dump-schedule, without --with-p2p or --with-dp",
-                "add --dump-schedule FILE; the p2p and DP passes place a generated schedule's communication when it "
-                "runs");
+                "--generate writes a schedule for --dump-schedule, without --with-p2p, --with-dp or --with-amax",
+                "add --dump-schedule FILE; the p2p, DP and amax passes place a generated schedule's communication "
+                "when it runs");
   if (o.with_p2p && o.dump_schedule.empty())
     throw Error(SourceLocation{{}, 0, 0, "--with-p2p"}, "--with-p2p shapes --dump-schedule's output",
                 "add --dump-schedule FILE");
   if (o.with_dp && o.dump_schedule.empty())
     throw Error(SourceLocation{{}, 0, 0, "--with-dp"}, "--with-dp shapes --dump-schedule's output",
                 "add --dump-schedule FILE");
-  if (!o.dump_schedule.empty()) dump_schedule(loaded, o.dump_schedule, o.with_p2p, o.with_dp, o.generate);
+  if (o.with_amax && o.dump_schedule.empty())
+    throw Error(SourceLocation{{}, 0, 0, "--with-amax"}, "--with-amax shapes --dump-schedule's output",
+                "add --dump-schedule FILE");
+  if (!o.dump_schedule.empty())
+    dump_schedule(loaded, o.dump_schedule, o.with_p2p, o.with_dp, o.with_amax, o.generate);
   if (o.output.empty()) return 0;
   ir::Program program = placement::compile(loaded);
   // The resolved variability travels with the program (docs/variability.md),
@@ -195,6 +203,10 @@ void add_compile_command(CLI::App& app, Action& action) {
   sub->add_flag("--with-dp", o->with_dp,
                 "with --dump-schedule: write each stage's data-parallel actions too (UNSHARD, the parameter gather "
                 "of the distributed optimizer; REDUCE_GRAD, the gradient reduction), as the DP pass places them");
+  sub->add_flag("--with-amax", o->with_amax,
+                "with --dump-schedule: write FP8 delayed scaling's amax reductions too (AMAX, after each forward, "
+                "backward and input-gradient pass), as the amax pass places them; drop one from the file and that "
+                "pass runs none");
   sub->add_option("--generate", o->generate,
                   "with --dump-schedule: write a generated schedule for the scenario's pipeline instead of its own: "
                   "zb-v (ZB-V, the V-shaped zero-bubble schedule, weighed by lacuna's own pass times), dualpipev "
