@@ -56,6 +56,8 @@ enum class RngPurpose : uint16_t {
   kMoeGammaNormal = 11,  // (layer, expert, microbatch | attempt << 20, iteration): Dirichlet's gamma draws
   kMoeGammaAccept = 12,  // (layer, expert, microbatch | attempt << 20, iteration)
   kMoeTokenCount = 13,   // (layer, expert, microbatch, iteration): the expert's multinomial share
+  kFailureArrival = 14,  // (run, failure index): time to a whole run's next failure (sim/goodput)
+  kFailureCause = 15,    // (run, failure index): which component failed
 };
 
 // The key of one draw. `a`..`d` are the purpose's coordinates (e.g. rank,
