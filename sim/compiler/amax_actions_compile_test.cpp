@@ -22,13 +22,7 @@ namespace {
 
 // TP 2 × PP 2 × DP 2 with FP8 under delayed scaling (the default recipe).
 testing::Small model(int64_t v, scenario::ScheduleKind kind, scenario::PipelineP2p p2p) {
-  testing::Small s;
-  s.sp = true;
-  s.hidden = 1024;
-  s.ffn = 4096;
-  s.heads = 16;
-  s.kv_heads = 16;
-  s.seq = 1024;
+  testing::Small s = testing::sp_small();
   s.layers = 8;
   s.v = v;
   s.schedule = kind;

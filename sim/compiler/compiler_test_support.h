@@ -33,6 +33,19 @@ struct Small {
   scenario::Execution execution;
 };
 
+// Small with sequence parallelism and GEMMs wide enough for FP8's casts and
+// amax reductions to show (the FP8 tests' model).
+inline Small sp_small() {
+  Small s;
+  s.sp = true;
+  s.hidden = 1024;
+  s.ffn = 4096;
+  s.heads = 16;
+  s.kv_heads = 16;
+  s.seq = 1024;
+  return s;
+}
+
 inline scenario::Cluster test_cluster(int64_t nodes, int64_t gpus_per_node) {
   scenario::Cluster c;
   auto* gpu = c.mutable_gpu();

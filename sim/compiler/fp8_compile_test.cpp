@@ -40,16 +40,7 @@ TimeNs simulate(const ir::Program& p, const scenario::Cluster& cluster) {
   return engine::Simulator(p, *cost).run().end_time;
 }
 
-Small sp_small() {
-  Small s;
-  s.sp = true;
-  s.hidden = 1024;
-  s.ffn = 4096;
-  s.heads = 16;
-  s.kv_heads = 16;
-  s.seq = 1024;
-  return s;
-}
+using testing::sp_small;
 
 TEST(Fp8Compile, EverySwitchOffIsTheBf16Program) {
   for (const bool sp : {false, true}) {

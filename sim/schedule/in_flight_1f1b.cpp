@@ -45,11 +45,7 @@ ActionSchedule in_flight_1f1b_schedule(int32_t pp, int32_t microbatches, const s
   }
   ActionSchedule out(static_cast<size_t>(pp));
   auto pass = [](ActionType type, int32_t stage, int32_t mb) {
-    ScheduleAction a;
-    a.type = type;
-    a.stage = stage;
-    a.microbatch = mb;
-    return a;
+    return ScheduleAction{.type = type, .stage = stage, .microbatch = mb};
   };
   for (int32_t r = 0; r < pp; ++r) {
     // Warm-up: k − 1 forwards; steady: a forward, then the oldest backward;

@@ -15,11 +15,7 @@ ActionSchedule looped_bfs_schedule(int32_t pp, int32_t virtual_stages, int32_t m
                 "");
   ActionSchedule out(static_cast<size_t>(pp));
   auto pass = [](ActionType type, int32_t stage, int32_t mb) {
-    ScheduleAction a;
-    a.type = type;
-    a.stage = stage;
-    a.microbatch = mb;
-    return a;
+    return ScheduleAction{.type = type, .stage = stage, .microbatch = mb};
   };
   for (int32_t r = 0; r < pp; ++r) {
     RankActions& rank = out[static_cast<size_t>(r)];

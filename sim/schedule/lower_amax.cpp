@@ -21,11 +21,7 @@ bool reduces_amax(const std::optional<ScheduleAction>& a) {
 }
 
 ScheduleAction amax_action(int32_t stage) {
-  ScheduleAction a;
-  a.type = ActionType::kAmaxReduce;
-  a.stage = stage;
-  a.microbatch = -1;
-  return a;
+  return ScheduleAction{.type = ActionType::kAmaxReduce, .stage = stage, .microbatch = -1};
 }
 
 }  // namespace
