@@ -41,7 +41,8 @@ bool finite_nonnegative(double x) { return std::isfinite(x) && x >= 0; }
 void check(const GoodputInputs& in) {
   require(std::isfinite(in.work_s) && in.work_s > 0, "work_s",
           fmt::format("the job needs a positive, finite amount of work, not {} s", in.work_s));
-  require(in.runs >= 1, "runs", fmt::format("at least one run, not {}", in.runs));
+  require(in.runs >= 1 && in.runs <= 1'000'000, "runs",
+          fmt::format("from 1 to 1,000,000 runs (the confidence interval narrows as 1/√runs), not {}", in.runs));
   const CheckpointPlan& c = in.checkpoint;
   require(finite_nonnegative(c.interval_s), "checkpoint.interval_s", "a checkpoint interval is finite and >= 0");
   require(finite_nonnegative(c.save_blocking_s), "checkpoint.save_blocking_s", "a save's time is finite and >= 0");
@@ -54,6 +55,12 @@ void check(const GoodputInputs& in) {
     for (double t : {r.detection_s, r.diagnosis_s, r.replacement_s, r.relaunch_s, r.load_s})
       require(finite_nonnegative(t), at + ".recovery", "a recovery phase's time is finite and >= 0");
   }
+  // Each failure is an event of the run: bound them, so that a run ends in
+  // this process's life (10^6 failures per run is already centuries of a
+  // 10,000-GPU job).
+  const double expected_failures = failure_rate_per_s(in.components) * in.work_s;
+  require(expected_failures <= 1e6, "work_s",
+          fmt::format("the run would expect {:.3g} failures; lacuna simulates up to 10^6 per run", expected_failures));
   // Without checkpoints every failure restarts the job from the beginning:
   // with a rate high enough against the work, the expected wall time is
   // astronomically long. Refuse what would not end in this process's life.

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "sim/core/error.h"
+#include "sim/goodput/fleet_defaults.h"
 
 namespace lacuna::goodput {
 namespace {
@@ -168,6 +169,32 @@ TEST(Goodput, RefusesInputsThatCannotRun) {
   }
   in.components[0].rate_per_hour = std::nan("");
   EXPECT_THROW(simulate_goodput(in), Error);
+}
+
+}  // namespace
+}  // namespace lacuna::goodput
+
+namespace lacuna::goodput {
+namespace {
+
+// At Llama 3's own scale the default kinds add up to its 419 unexpected
+// interruptions in 1,296 hours (Table 5), and scale with GPUs and hosts;
+// ByteRobust's Table 7 points come back at their machine counts.
+TEST(FleetDefaults, ReproduceTheirSources) {
+  const std::vector<ComponentKind> at_llama3 = default_components(16384, 2048, 5);
+  EXPECT_NEAR(failure_rate_per_s(at_llama3) * 3600 * 1296, 419, 1e-9);
+  EXPECT_EQ(at_llama3.size(), 7u);
+  for (const ComponentKind& k : at_llama3) EXPECT_EQ(k.recovery.load_s, 5);
+  const std::vector<ComponentKind> half = default_components(8192, 1024, 5);
+  EXPECT_NEAR(failure_rate_per_s(half) * 3600 * 1296, 209.5, 1e-9);
+  EXPECT_DOUBLE_EQ(requeue_s(128), 454);
+  EXPECT_DOUBLE_EQ(requeue_s(256), 545);
+  EXPECT_DOUBLE_EQ(requeue_s(512), 635);
+  EXPECT_DOUBLE_EQ(requeue_s(1024), 768);
+  EXPECT_DOUBLE_EQ(requeue_s(2048), 768 + 133);  // the last slope, extended
+  EXPECT_DOUBLE_EQ(requeue_s(8), 454);           // never below the first point
+  EXPECT_DOUBLE_EQ(hot_update_s(1024), 65);
+  EXPECT_NEAR(requeue_s(std::sqrt(128.0 * 256)), (454 + 545) / 2.0, 1e-9);
 }
 
 }  // namespace

@@ -26,6 +26,7 @@ void add_ablate_command(CLI::App& app, Action& action);
 void add_efficiency_command(CLI::App& app, Action& action);
 void add_search_command(CLI::App& app, Action& action);
 void add_sweep_command(CLI::App& app, Action& action);
+void add_goodput_command(CLI::App& app, Action& action);
 void add_import_command(CLI::App& app, Action& action);
 void add_fit_kernels_command(CLI::App& app, Action& action);
 void add_kernel_shapes_command(CLI::App& app, Action& action);

@@ -37,6 +37,7 @@ int run(int argc, char** argv) {
   lacuna::cli::add_kernel_shapes_command(app, action);
   lacuna::cli::add_search_command(app, action);
   lacuna::cli::add_sweep_command(app, action);
+  lacuna::cli::add_goodput_command(app, action);
   lacuna::cli::add_import_command(app, action);
   lacuna::cli::add_presets_command(app, action);
   lacuna::cli::add_devices_command(app, action);
