@@ -88,5 +88,39 @@ TEST(GoodputE2E, BadOptionsAreRefused) {
   EXPECT_FALSE(std::filesystem::exists(dir / "x.json"));
 }
 
+
+// The scenario's reliability section (here through --set, which edits the
+// file's fields): rates of zero leave no failure; its interval and save are
+// used; an unknown kind or an out-of-range rate is refused naming the field.
+TEST(GoodputE2E, TheReliabilitySectionOverridesTheDefaults) {
+  TempDir dir("goodput-reliability");
+  std::string zero;
+  for (const char* kind : {"gpu", "hbm", "nic", "network", "host", "software", "other"})
+    zero += std::string(" --set reliability.components[") + kind + "].rate_per_hour=0";
+  const nlohmann::json none = goodput_json(dir, "--tokens 2e13 --runs 20" + zero, "zero");
+  ASSERT_FALSE(none.is_null());
+  EXPECT_EQ(none["failures_per_run"].get<double>(), 0.0);
+  EXPECT_EQ(none["ettr"]["mean"].get<double>(), 1.0);
+  const nlohmann::json set = goodput_json(
+      dir, "--tokens 2e13 --runs 20 --set reliability.checkpoint_interval_s=600 --set reliability.save_blocking_s=3",
+      "set");
+  ASSERT_FALSE(set.is_null());
+  EXPECT_EQ(set["checkpoint"]["interval_s"].get<double>(), 600.0);
+  EXPECT_EQ(set["checkpoint"]["save_blocking_s"].get<double>(), 3.0);
+  // An option overrides the section.
+  const nlohmann::json flag = goodput_json(
+      dir, "--tokens 2e13 --runs 20 --set reliability.checkpoint_interval_s=600 --checkpoint-interval 900", "flag");
+  ASSERT_FALSE(flag.is_null());
+  EXPECT_EQ(flag["checkpoint"]["interval_s"].get<double>(), 900.0);
+  const std::string scenario = source_path("scenarios/llm/gpt-1.3b-8gpu.pbtxt");
+  const auto unknown = run_lacuna("goodput " + scenario + " --tokens 1e9 --set reliability.components[tpu].rate_per_hour=1");
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_NE(unknown.output.find("reliability.components[tpu]: unknown component kind \"tpu\""), std::string::npos)
+      << unknown.output;
+  const auto high = run_lacuna("goodput " + scenario + " --tokens 1e9 --set reliability.components[gpu].rate_per_hour=5");
+  EXPECT_EQ(high.exit_code, 2);
+  EXPECT_NE(high.output.find("rate_per_hour: 5 is above the supported maximum 1"), std::string::npos) << high.output;
+}
+
 }  // namespace
 }  // namespace lacuna::testing

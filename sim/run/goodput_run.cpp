@@ -58,10 +58,12 @@ GoodputReport run_goodput(const scenario::LoadedScenario& scenario, const Goodpu
   require(std::isfinite(o.tokens) && o.tokens >= 1, "tokens",
           fmt::format("the run trains a positive, finite number of tokens, not {}", o.tokens));
   require(o.runs >= 1, "runs", fmt::format("at least one Monte Carlo run, not {}", o.runs));
-  require(std::isfinite(o.storage_gb_per_s) && o.storage_gb_per_s > 0, "storage-gb-per-s",
-          "the storage bandwidth is positive and finite");
-  require(std::isfinite(o.host_link_gb_per_s) && o.host_link_gb_per_s > 0, "host-link-gb-per-s",
-          "the host link bandwidth is positive and finite");
+  if (o.storage_gb_per_s)
+    require(std::isfinite(*o.storage_gb_per_s) && *o.storage_gb_per_s >= 1e-3, "storage-gb-per-s",
+            "the storage bandwidth is finite and at least 0.001 GB/s");
+  if (o.host_link_gb_per_s)
+    require(std::isfinite(*o.host_link_gb_per_s) && *o.host_link_gb_per_s >= 1e-3, "host-link-gb-per-s",
+            "the host link bandwidth is finite and at least 0.001 GB/s");
   if (o.save_blocking_s)
     require(std::isfinite(*o.save_blocking_s) && *o.save_blocking_s >= 0, "save-s",
             "a save blocks a finite number of seconds >= 0");
@@ -90,21 +92,45 @@ GoodputReport run_goodput(const scenario::LoadedScenario& scenario, const Goodpu
   const auto [total, largest] = checkpoint_bytes(program);
   r.checkpoint_bytes = total;
   r.largest_share_bytes = largest;
-  r.save_s = o.save_blocking_s ? *o.save_blocking_s
-                               : static_cast<double>(largest.count()) / (o.host_link_gb_per_s * 1e9);
-  r.upload_s = static_cast<double>(total.count()) / (o.storage_gb_per_s * 1e9);
+  // An option, else the scenario's reliability field, else the default.
+  const scenario::Reliability& rel = scenario.spec.reliability();
+  r.storage_gb_per_s = o.storage_gb_per_s      ? *o.storage_gb_per_s
+                       : rel.has_storage_gb_per_s() ? rel.storage_gb_per_s()
+                                                    : kDefaultStorageGbPerS;
+  r.host_link_gb_per_s = o.host_link_gb_per_s        ? *o.host_link_gb_per_s
+                         : rel.has_host_link_gb_per_s() ? rel.host_link_gb_per_s()
+                                                        : kDefaultHostLinkGbPerS;
+  r.save_given = o.save_blocking_s || rel.has_save_blocking_s();
+  r.save_s = o.save_blocking_s         ? *o.save_blocking_s
+             : rel.has_save_blocking_s() ? rel.save_blocking_s()
+                                         : static_cast<double>(largest.count()) / (r.host_link_gb_per_s * 1e9);
+  r.upload_s = static_cast<double>(total.count()) / (r.storage_gb_per_s * 1e9);
   r.load_s = r.upload_s;
 
   goodput::GoodputInputs& in = r.inputs;
   in.work_s = work_s;
   in.runs = o.runs;
   in.seed = o.seed;
-  if (o.failures) in.components = goodput::default_components(r.gpus, r.hosts, r.load_s);
+  if (o.failures) {
+    in.components = goodput::default_components(r.gpus, r.hosts, r.load_s);
+    for (goodput::ComponentKind& k : in.components) {
+      const auto it = rel.components().find(k.name);
+      if (it == rel.components().end()) continue;
+      const scenario::ComponentReliability& c = it->second;
+      if (c.has_rate_per_hour()) k.rate_per_hour = c.rate_per_hour();
+      if (c.has_detection_s()) k.recovery.detection_s = c.detection_s();
+      if (c.has_diagnosis_s()) k.recovery.diagnosis_s = c.diagnosis_s();
+      if (c.has_replacement_s()) k.recovery.replacement_s = c.replacement_s();
+      if (c.has_relaunch_s()) k.recovery.relaunch_s = c.relaunch_s();
+    }
+  }
   const double lambda = goodput::failure_rate_per_s(in.components);
   r.mtbf_s = lambda > 0 ? 1.0 / lambda : std::numeric_limits<double>::infinity();
   r.young_s = lambda > 0 ? goodput::young_interval_s(r.save_s, r.mtbf_s) : 0;
   r.daly_s = lambda > 0 ? goodput::daly_interval_s(r.save_s, r.mtbf_s) : 0;
-  in.checkpoint.interval_s = o.checkpoint_interval_s ? *o.checkpoint_interval_s : r.daly_s;
+  in.checkpoint.interval_s = o.checkpoint_interval_s             ? *o.checkpoint_interval_s
+                             : rel.has_checkpoint_interval_s() ? rel.checkpoint_interval_s()
+                                                               : r.daly_s;
   in.checkpoint.save_blocking_s = r.save_s;
   in.checkpoint.upload_s = r.upload_s;
   try {

@@ -167,6 +167,8 @@ void validate_fp8(const Scenario& spec, const Checker& c);
 // The variability section (validate_variability.cpp), its preset defaults
 // resolved; after the cluster (node and link indices).
 void validate_variability(const Scenario& spec, const Checker& c);
+// The reliability section (validate_reliability.cpp): kinds and ranges.
+void validate_reliability(const Scenario& spec, const Checker& c);
 // Multimodal fields (validate_mllm.cpp): encoders, data mix, encoder layouts
 // and rank sets, placement. Runs before validate_consistency.
 void validate_multimodal(const Scenario& spec, const Checker& c);

@@ -36,6 +36,7 @@ void validate_scenario(const Scenario& spec, const SourceMap& locations) {
   }
   // The variability section reads the cluster only (node and link indices).
   if (cluster) pass([&] { validate_variability(spec, c); });
+  pass([&] { validate_reliability(spec, c); });
   problems.throw_if_any();
 }
 

@@ -14,6 +14,7 @@
 #include "tools/cli/commands.h"
 #include "tools/cli/network_option.h"
 #include "tools/cli/output_checks.h"
+#include "tools/cli/variability_option.h"
 
 namespace lacuna::cli {
 namespace {
@@ -25,10 +26,13 @@ struct GoodputCliOptions {
   uint64_t seed = 1;
   std::string interval = "auto";
   bool no_failures = false;
-  double storage_gb_per_s = 2000;
-  double host_link_gb_per_s = 63.0;
+  double storage_gb_per_s = run::kDefaultStorageGbPerS;
+  double host_link_gb_per_s = run::kDefaultHostLinkGbPerS;
   double save_s = 0;
-  bool save_given = false;  // --save-s given (else the copy over the host link)
+  // Which of the reliability options were given (else the scenario's, else
+  // the defaults).
+  bool storage_given = false, host_link_given = false, save_given = false, interval_given = false;
+  scenario::ScenarioEdits edits;
   std::string json;
 };
 
@@ -49,6 +53,8 @@ nlohmann::json to_json(const run::GoodputReport& r, const GoodputCliOptions& o) 
   j["hosts"] = r.hosts;
   j["work_s"] = r.inputs.work_s;
   j["checkpoint"] = {{"bytes", r.checkpoint_bytes.count()},
+                     {"storage_gb_per_s", r.storage_gb_per_s},
+                     {"host_link_gb_per_s", r.host_link_gb_per_s},
                      {"largest_share_bytes", r.largest_share_bytes.count()},
                      {"interval_s", r.inputs.checkpoint.interval_s},
                      {"save_blocking_s", r.save_s},
@@ -82,17 +88,17 @@ nlohmann::json to_json(const run::GoodputReport& r, const GoodputCliOptions& o) 
 
 int run_goodput_command(const GoodputCliOptions& o, run::NetworkMode network) {
   check_outputs({{"--json", o.json}}, {{"SCENARIO", o.scenario}});
-  const scenario::LoadedScenario loaded = scenario::load_scenario(o.scenario, 1);
+  const scenario::LoadedScenario loaded = scenario::load_scenario(o.scenario, 1, o.edits);
   run::GoodputOptions g;
   g.tokens = o.tokens;
   g.runs = o.runs;
   g.seed = o.seed;
   g.failures = !o.no_failures;
-  g.storage_gb_per_s = o.storage_gb_per_s;
-  g.host_link_gb_per_s = o.host_link_gb_per_s;
+  if (o.storage_given) g.storage_gb_per_s = o.storage_gb_per_s;
+  if (o.host_link_given) g.host_link_gb_per_s = o.host_link_gb_per_s;
   if (o.save_given) g.save_blocking_s = o.save_s;
   g.network = network;
-  if (o.interval != "auto") {
+  if (o.interval_given && o.interval != "auto") {
     size_t used = 0;
     double s = -1;
     try {
@@ -105,6 +111,10 @@ int run_goodput_command(const GoodputCliOptions& o, run::NetworkMode network) {
                   "\"" + o.interval + "\" is neither auto nor a number of seconds >= 0",
                   "give auto (Daly's interval) or seconds, 0 for no checkpoints");
     g.checkpoint_interval_s = s;
+  } else if (o.interval_given && loaded.spec.reliability().has_checkpoint_interval_s()) {
+    throw Error(SourceLocation{{}, 0, 0, "--checkpoint-interval"},
+                "auto asks for Daly's interval, but the scenario sets reliability.checkpoint_interval_s",
+                "leave out --checkpoint-interval auto, or give seconds");
   }
   const run::GoodputReport r = run::run_goodput(loaded, g);
   const goodput::GoodputResult& res = r.result;
@@ -119,20 +129,21 @@ int run_goodput_command(const GoodputCliOptions& o, run::NetworkMode network) {
   fmt::print("  checkpoint               {} in all, {} per GPU at most; a save blocks {:.3f} s ({}), upload and "
              "load {:.1f} s (storage {} GB/s)\n",
              report::format_gb(r.checkpoint_bytes), report::format_gb(r.largest_share_bytes), r.save_s,
-             g.save_blocking_s ? "--save-s"
-                               : fmt::format("the copy over a {} GB/s host link alone; measured saves block 0.8 to "
-                                             "7 s, docs/goodput.md#checkpoints",
-                                             o.host_link_gb_per_s),
-             r.upload_s, o.storage_gb_per_s);
+             r.save_given ? std::string("as given")
+                          : fmt::format("the copy over a {} GB/s host link alone; measured saves block 0.8 to "
+                                        "7 s, docs/goodput.md#checkpoints",
+                                        r.host_link_gb_per_s),
+             r.upload_s, r.storage_gb_per_s);
   if (std::isfinite(r.mtbf_s)) {
     fmt::print("  failures                 job MTBF {:.2f} h (Llama 3's rates, docs/goodput.md#defaults); {:.1f} per "
                "run\n",
                r.mtbf_s / 3600, res.failures_mean);
+    const bool daly = !g.checkpoint_interval_s && !loaded.spec.reliability().has_checkpoint_interval_s();
     fmt::print("  interval                 {:.1f} min{} (Young {:.1f} min, Daly {:.1f} min)\n",
-               r.inputs.checkpoint.interval_s / 60, g.checkpoint_interval_s ? "" : ", Daly's", r.young_s / 60,
-               r.daly_s / 60);
+               r.inputs.checkpoint.interval_s / 60, daly ? ", Daly's" : "", r.young_s / 60, r.daly_s / 60);
   } else {
-    fmt::print("  failures                 none (--no-failures)\n");
+    fmt::print("  failures                 none ({})\n",
+               o.no_failures ? "--no-failures" : "every component's rate is 0 in reliability.components");
   }
   fmt::print("  ETTR                     {:.4f} ± {:.4f} (95 % CI over {} runs; sd {:.4f})\n", res.ettr_mean,
              res.ettr_ci95, res.runs, res.ettr_sd);
@@ -166,19 +177,23 @@ void add_goodput_command(CLI::App& app, Action& action) {
   sub->add_option("--tokens", o->tokens, "tokens the run trains")->required();
   sub->add_option("--runs", o->runs, "Monte Carlo runs (default 1000)");
   sub->add_option("--seed", o->seed, "seed of the failure draws (default 1)");
-  sub->add_option("--checkpoint-interval", o->interval,
+  CLI::Option* interval = sub->add_option("--checkpoint-interval", o->interval,
                   "seconds of computing between checkpoints, 0 for none, or auto: Daly's interval (default)");
   sub->add_flag("--no-failures", o->no_failures, "no component fails: the run is its iterations and saves");
-  sub->add_option("--storage-gb-per-s", o->storage_gb_per_s,
+  CLI::Option* storage = sub->add_option("--storage-gb-per-s", o->storage_gb_per_s,
                   "storage bandwidth for the checkpoint's upload and load (default 2000: Llama 3's sustained 2 TB/s)");
-  sub->add_option("--host-link-gb-per-s", o->host_link_gb_per_s,
+  CLI::Option* host_link = sub->add_option("--host-link-gb-per-s", o->host_link_gb_per_s,
                   "each GPU's copy to host memory (default 63: PCIe 5.0 x16 per direction)");
   CLI::Option* save = sub->add_option(
       "--save-s", o->save_s, "seconds a save blocks the job (default: the copy of each GPU's share over the host link)");
   sub->add_option("--json", o->json, "write the result as JSON to FILE")->check(output_file());
   add_network_option(sub, *network);
-  sub->callback([o, network, save, &action] {
+  add_set_option(sub, o->edits);
+  sub->callback([o, network, save, interval, storage, host_link, &action] {
     o->save_given = save->count() > 0;
+    o->interval_given = interval->count() > 0;
+    o->storage_given = storage->count() > 0;
+    o->host_link_given = host_link->count() > 0;
     action = [o, network] { return run_goodput_command(*o, *network); };
   });
 }
