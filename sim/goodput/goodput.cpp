@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <deque>
+#include <utility>
 #include <limits>
 
 #include <fmt/format.h>
@@ -88,9 +90,21 @@ RunTally one_run(const GoodputInputs& in, uint32_t run, double lambda, const std
   const bool checkpoints = c.interval_s > 0;
   double progress = 0;     // work done since the start, kept or not
   double durable = 0;      // progress the last durable checkpoint holds
-  double pending = -1;     // progress of a checkpoint still uploading, -1: none
-  double pending_at = 0;   // ...and the running time at which it becomes durable
   double running = 0;      // running time since the start (computing or saving; recoveries excluded)
+  // Checkpoints still uploading, oldest first: (progress, running time at
+  // which it becomes durable). A save waits for the upload before it (below),
+  // so at most one is in flight.
+  std::deque<std::pair<double, double>> uploads;
+  auto promote = [&]() {
+    while (!uploads.empty() && running >= uploads.front().second) {
+      durable = uploads.front().first;
+      uploads.pop_front();
+    }
+  };
+  auto upload = [&]() {
+    const double from = uploads.empty() ? running : std::max(running, uploads.back().second);
+    uploads.emplace_back(progress, from + c.upload_s);
+  };
   double next_failure = lambda > 0 ? exponential(uniform(RngKey{in.seed, RngPurpose::kFailureArrival, run, 0, 0, 0}),
                                                  1.0 / lambda)
                                    : std::numeric_limits<double>::infinity();
@@ -104,10 +118,7 @@ RunTally one_run(const GoodputInputs& in, uint32_t run, double lambda, const std
   double saving_left = 0;  // of the save in progress
   while (progress < in.work_s || saving_left > 0) {
     // Promote an uploaded checkpoint.
-    if (pending >= 0 && running >= pending_at) {
-      durable = pending;
-      pending = -1;
-    }
+    promote();
     // What ends first: the computing stretch or the save, an upload, a failure.
     double step;
     if (saving_left > 0) {
@@ -115,7 +126,7 @@ RunTally one_run(const GoodputInputs& in, uint32_t run, double lambda, const std
     } else {
       step = std::min(in.work_s, save_at) - progress;
     }
-    if (pending >= 0) step = std::min(step, pending_at - running);
+    if (!uploads.empty()) step = std::min(step, uploads.front().second - running);
     if (running + step >= next_failure) {
       // A failure: the time up to it is spent, then the recovery.
       const double spent = next_failure - running;
@@ -126,10 +137,7 @@ RunTally one_run(const GoodputInputs& in, uint32_t run, double lambda, const std
         progress += spent;
       }
       running = next_failure;
-      if (pending >= 0 && running >= pending_at) {
-        durable = pending;
-        pending = -1;
-      }
+      promote();
       const double u = uniform(RngKey{in.seed, RngPurpose::kFailureCause, run, 0, failure_index, 0});
       const size_t kind = static_cast<size_t>(
           std::upper_bound(cumulative.begin(), cumulative.end(), u * cumulative.back()) - cumulative.begin());
@@ -145,7 +153,7 @@ RunTally one_run(const GoodputInputs& in, uint32_t run, double lambda, const std
       t.failures_by_component[ki] += 1;
       t.failures += 1;
       progress = durable;
-      pending = -1;  // an upload in flight is lost with the job
+      uploads.clear();  // uploads in flight are lost with the job
       saving_left = 0;
       save_at = next_save();
       ++failure_index;
@@ -162,8 +170,7 @@ RunTally one_run(const GoodputInputs& in, uint32_t run, double lambda, const std
         saving_left = 0;
         // The copy is out: durable once uploaded.
         if (c.upload_s > 0) {
-          pending = progress;
-          pending_at = running + c.upload_s;
+          upload();
         } else {
           durable = progress;
         }
@@ -175,11 +182,13 @@ RunTally one_run(const GoodputInputs& in, uint32_t run, double lambda, const std
     if (progress >= in.work_s) break;
     if (progress >= save_at) {
       progress = save_at;  // exact, against rounding
-      if (c.save_blocking_s > 0) {
-        saving_left = c.save_blocking_s;
+      // The storage takes one upload at a time: a save due while the last
+      // one still uploads waits for it, and the wait blocks the job.
+      const double wait = uploads.empty() ? 0.0 : std::max(0.0, uploads.back().second - running);
+      if (wait + c.save_blocking_s > 0) {
+        saving_left = wait + c.save_blocking_s;
       } else if (c.upload_s > 0) {
-        pending = progress;
-        pending_at = running + c.upload_s;
+        upload();
         save_at = next_save();
       } else {
         durable = progress;

@@ -10,7 +10,8 @@
 //   blocks for `checkpoint.save_blocking_s` (the copy out of GPU memory, no
 //   progress), and the checkpoint becomes durable `checkpoint.upload_s` later
 //   (the asynchronous upload; a failure before then restores the previous
-//   one);
+//   one). The storage takes one upload at a time: a save due while the last
+//   one still uploads waits for it, blocking the job;
 // - failures arrive as one Poisson process per component kind, rate =
 //   count × rate per component-hour, superposed: the next failure after
 //   an exponential time of rate Λ = Σ count·rate, its kind drawn with

@@ -122,6 +122,26 @@ TEST(Goodput, AnUploadInFlightIsNotARestorePoint) {
   EXPECT_LT(slow.ettr_mean, instant.ettr_mean);
 }
 
+// An upload slower than the interval: each save waits for the last upload,
+// and the wait blocks the job. With interval 600 s, save 5 s and upload
+// 1,500 s the first save costs 5 s and every later one 905 s (900 s of
+// waiting); a failure then loses at most an interval and an upload's worth.
+TEST(Goodput, ASaveWaitsForTheLastUpload) {
+  GoodputInputs in;
+  in.work_s = 6000;
+  in.components = {gpus(1, 0, 0)};
+  in.checkpoint = {.interval_s = 600, .save_blocking_s = 5, .upload_s = 1500};
+  in.runs = 2;
+  EXPECT_DOUBLE_EQ(simulate_goodput(in).wall_mean_s, 6000 + 5 + 8 * 905);
+  in.work_s = 200 * 3600.0;
+  in.components = {gpus(8192, 2e-5, 300)};
+  in.runs = 500;
+  const GoodputResult r = simulate_goodput(in);
+  ASSERT_GT(r.failures_mean, 10);
+  EXPECT_LT(r.mean.recomputed_s / r.failures_mean, 600 + 905 + 1500);
+  EXPECT_GT(r.mean.recomputed_s / r.failures_mean, 600.0);
+}
+
 // Young's and Daly's intervals against the closed form's own optimum (the
 // τ that minimises expected_wall_s, found by golden-section search): Daly's
 // within 1 %, Young's within 5 %, for δ/M from 1e-4 to 1e-2. Daly's
