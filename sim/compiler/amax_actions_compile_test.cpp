@@ -146,9 +146,8 @@ TEST_F(AmaxActionsCompile, MisplacedAmaxIsRefused) {
   auto& r1 = moved[1];
   for (size_t k = 0; k < r1.size(); ++k)
     if (r1[k]->type == schedule::ActionType::kBackwardWeight) {
-      r1.insert(r1.begin() + static_cast<std::ptrdiff_t>(k) + 1, schedule::ScheduleAction{
-                                                                     .type = schedule::ActionType::kAmaxReduce,
-                                                                     .stage = 1});
+      r1.insert(r1.begin() + static_cast<std::ptrdiff_t>(k) + 1,
+                schedule::llm_action(schedule::ActionType::kAmaxReduce, 1, -1));
       break;
     }
   const std::string w = refusal(moved, true);

@@ -87,6 +87,16 @@ struct ScheduleAction {
   bool operator==(const ScheduleAction&) const = default;
 };
 
+// An action of the LLM (no module, no kernel range, not joined or paired):
+// what the generators and the passes write.
+inline ScheduleAction llm_action(ActionType type, int32_t stage, int32_t microbatch) {
+  ScheduleAction a;
+  a.type = type;
+  a.stage = stage;
+  a.microbatch = microbatch;
+  return a;
+}
+
 // Sends and receives (pipeline and boundary): what can join a batched call.
 bool is_transfer(ActionType t);
 

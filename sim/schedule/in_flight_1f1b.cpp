@@ -44,21 +44,18 @@ ActionSchedule in_flight_1f1b_schedule(int32_t pp, int32_t microbatches, const s
                   "give counts that do not grow downstream (rank 0 the most)");
   }
   ActionSchedule out(static_cast<size_t>(pp));
-  auto pass = [](ActionType type, int32_t stage, int32_t mb) {
-    return ScheduleAction{.type = type, .stage = stage, .microbatch = mb};
-  };
   for (int32_t r = 0; r < pp; ++r) {
     // Warm-up: k − 1 forwards; steady: a forward, then the oldest backward;
     // cool-down: the backwards left.
     const int32_t warmup = in_flight[static_cast<size_t>(r)] - 1;
     RankActions& rank = out[static_cast<size_t>(r)];
     rank.reserve(2 * static_cast<size_t>(microbatches));
-    for (int32_t mb = 0; mb < warmup; ++mb) rank.push_back(pass(ActionType::kForward, r, mb));
+    for (int32_t mb = 0; mb < warmup; ++mb) rank.push_back(llm_action(ActionType::kForward, r, mb));
     for (int32_t i = 0; i < microbatches - warmup; ++i) {
-      rank.push_back(pass(ActionType::kForward, r, warmup + i));
-      rank.push_back(pass(ActionType::kBackward, r, i));
+      rank.push_back(llm_action(ActionType::kForward, r, warmup + i));
+      rank.push_back(llm_action(ActionType::kBackward, r, i));
     }
-    for (int32_t mb = microbatches - warmup; mb < microbatches; ++mb) rank.push_back(pass(ActionType::kBackward, r, mb));
+    for (int32_t mb = microbatches - warmup; mb < microbatches; ++mb) rank.push_back(llm_action(ActionType::kBackward, r, mb));
   }
   return out;
 }

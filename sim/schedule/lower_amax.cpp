@@ -20,9 +20,7 @@ bool reduces_amax(const std::optional<ScheduleAction>& a) {
           a->type == ActionType::kBackwardInput);
 }
 
-ScheduleAction amax_action(int32_t stage) {
-  return ScheduleAction{.type = ActionType::kAmaxReduce, .stage = stage, .microbatch = -1};
-}
+ScheduleAction amax_action(int32_t stage) { return llm_action(ActionType::kAmaxReduce, stage, -1); }
 
 }  // namespace
 
