@@ -2,7 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <deque>
+#include <optional>
 #include <utility>
 #include <limits>
 
@@ -91,19 +91,14 @@ RunTally one_run(const GoodputInputs& in, uint32_t run, double lambda, const std
   double progress = 0;     // work done since the start, kept or not
   double durable = 0;      // progress the last durable checkpoint holds
   double running = 0;      // running time since the start (computing or saving; recoveries excluded)
-  // Checkpoints still uploading, oldest first: (progress, running time at
-  // which it becomes durable). A save waits for the upload before it (below),
-  // so at most one is in flight.
-  std::deque<std::pair<double, double>> uploads;
+  // The checkpoint uploading, if any: (progress, running time at which it
+  // becomes durable). A save waits for it (below), so there is at most one.
+  std::optional<std::pair<double, double>> upload;
   auto promote = [&]() {
-    while (!uploads.empty() && running >= uploads.front().second) {
-      durable = uploads.front().first;
-      uploads.pop_front();
+    if (upload && running >= upload->second) {
+      durable = upload->first;
+      upload.reset();
     }
-  };
-  auto upload = [&]() {
-    const double from = uploads.empty() ? running : std::max(running, uploads.back().second);
-    uploads.emplace_back(progress, from + c.upload_s);
   };
   double next_failure = lambda > 0 ? exponential(uniform(RngKey{in.seed, RngPurpose::kFailureArrival, run, 0, 0, 0}),
                                                  1.0 / lambda)
@@ -126,7 +121,7 @@ RunTally one_run(const GoodputInputs& in, uint32_t run, double lambda, const std
     } else {
       step = std::min(in.work_s, save_at) - progress;
     }
-    if (!uploads.empty()) step = std::min(step, uploads.front().second - running);
+    if (upload) step = std::min(step, upload->second - running);
     if (running + step >= next_failure) {
       // A failure: the time up to it is spent, then the recovery.
       const double spent = next_failure - running;
@@ -153,7 +148,7 @@ RunTally one_run(const GoodputInputs& in, uint32_t run, double lambda, const std
       t.failures_by_component[ki] += 1;
       t.failures += 1;
       progress = durable;
-      uploads.clear();  // uploads in flight are lost with the job
+      upload.reset();  // an upload in flight is lost with the job
       saving_left = 0;
       save_at = next_save();
       ++failure_index;
@@ -170,7 +165,7 @@ RunTally one_run(const GoodputInputs& in, uint32_t run, double lambda, const std
         saving_left = 0;
         // The copy is out: durable once uploaded.
         if (c.upload_s > 0) {
-          upload();
+          upload.emplace(progress, running + c.upload_s);
         } else {
           durable = progress;
         }
@@ -184,11 +179,11 @@ RunTally one_run(const GoodputInputs& in, uint32_t run, double lambda, const std
       progress = save_at;  // exact, against rounding
       // The storage takes one upload at a time: a save due while the last
       // one still uploads waits for it, and the wait blocks the job.
-      const double wait = uploads.empty() ? 0.0 : std::max(0.0, uploads.back().second - running);
+      const double wait = upload ? std::max(0.0, upload->second - running) : 0.0;
       if (wait + c.save_blocking_s > 0) {
         saving_left = wait + c.save_blocking_s;
       } else if (c.upload_s > 0) {
-        upload();
+        upload.emplace(progress, running + c.upload_s);
         save_at = next_save();
       } else {
         durable = progress;
